@@ -1,0 +1,203 @@
+//! `proxy.toml`: every option, its default, and validation that names the offending key.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Default maximum size of one frame held in memory (64 MiB).
+pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid config file {path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("invalid config file {path}: `{key}` {problem}")]
+    Value {
+        path: PathBuf,
+        key: &'static str,
+        problem: String,
+    },
+}
+
+/// How subagents are shown to the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Display {
+    /// `acp` if the client advertised subagents, else `zed` if the client is Zed, else
+    /// `transcript`.
+    #[default]
+    Auto,
+    Zed,
+    Acp,
+    Transcript,
+    Off,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// How subagents are shown to the client.
+    pub display: Display,
+    /// Lines longer than this are relayed in pieces without being parsed.
+    pub max_frame_bytes: usize,
+    /// Log filter for stderr (`error`, `warn`, `info`, `debug`, `trace`, or a tracing filter).
+    pub log_level: String,
+    pub dump: DumpConfig,
+    pub shutdown: ShutdownConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            display: Display::Auto,
+            max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+            log_level: "info".to_owned(),
+            dump: DumpConfig::default(),
+            shutdown: ShutdownConfig::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DumpConfig {
+    /// Write a JSONL traffic dump here (no dump when unset).
+    pub path: Option<PathBuf>,
+    /// Redact secrets (env values, headers, authenticate params, token-like keys).
+    pub redact: bool,
+    /// Frames the dump may have queued before it starts counting losses.
+    pub queue_frames: usize,
+}
+
+impl Default for DumpConfig {
+    fn default() -> Self {
+        DumpConfig {
+            path: None,
+            redact: true,
+            queue_frames: 4096,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ShutdownConfig {
+    /// After closing the agent's stdin, wait this long before SIGTERM to its process group.
+    pub stdin_grace_ms: u64,
+    /// After SIGTERM, wait this long before SIGKILL.
+    pub term_grace_ms: u64,
+}
+
+impl Default for ShutdownConfig {
+    fn default() -> Self {
+        ShutdownConfig {
+            stdin_grace_ms: 1000,
+            term_grace_ms: 2000,
+        }
+    }
+}
+
+impl Config {
+    /// Load from an explicit path, else `./proxy.toml` if present, else defaults.
+    pub fn load(explicit: Option<&Path>) -> Result<Config, ConfigError> {
+        match explicit {
+            Some(path) => Self::from_file(path),
+            None => {
+                let local = Path::new("proxy.toml");
+                if local.is_file() {
+                    Self::from_file(local)
+                } else {
+                    Ok(Config::default())
+                }
+            }
+        }
+    }
+
+    pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::from_toml(&text, path)
+    }
+
+    pub fn from_toml(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let cfg: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_owned(),
+            message: e.to_string().trim_end().to_owned(),
+        })?;
+        cfg.validate(path)?;
+        Ok(cfg)
+    }
+
+    fn validate(&self, path: &Path) -> Result<(), ConfigError> {
+        let bad = |key: &'static str, problem: String| ConfigError::Value {
+            path: path.to_owned(),
+            key,
+            problem,
+        };
+        if self.max_frame_bytes < 1024 {
+            return Err(bad("max_frame_bytes", "must be at least 1024".into()));
+        }
+        if self.dump.queue_frames == 0 {
+            return Err(bad("dump.queue_frames", "must be at least 1".into()));
+        }
+        if tracing_subscriber::EnvFilter::try_new(&self.log_level).is_err() {
+            return Err(bad(
+                "log_level",
+                format!(
+                    "`{}` is not a log level (use error, warn, info, debug or trace)",
+                    self.log_level
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::from_toml(text, Path::new("t.toml"))
+    }
+
+    #[test]
+    fn defaults_and_example_file_agree() {
+        let example = include_str!("../proxy.toml");
+        let cfg = parse(example).expect("example config parses");
+        let def = Config::default();
+        assert_eq!(cfg.display, def.display);
+        assert_eq!(cfg.max_frame_bytes, def.max_frame_bytes);
+        assert_eq!(cfg.dump.redact, def.dump.redact);
+        assert_eq!(cfg.dump.queue_frames, def.dump.queue_frames);
+        assert_eq!(cfg.shutdown.stdin_grace_ms, def.shutdown.stdin_grace_ms);
+        assert_eq!(cfg.shutdown.term_grace_ms, def.shutdown.term_grace_ms);
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let e = parse("dispaly = \"zed\"")
+            .expect_err("unknown key")
+            .to_string();
+        assert!(e.contains("dispaly"), "{e}");
+        let e = parse("[dump]\nredact = \"yes\"")
+            .expect_err("wrong type")
+            .to_string();
+        assert!(e.contains("redact"), "{e}");
+        let e = parse("display = \"fancy\"")
+            .expect_err("bad value")
+            .to_string();
+        assert!(e.contains("fancy"), "{e}");
+        let e = parse("max_frame_bytes = 3")
+            .expect_err("too small")
+            .to_string();
+        assert!(e.contains("max_frame_bytes"), "{e}");
+    }
+}

@@ -1,0 +1,68 @@
+//! Requests in flight, keyed by their raw JSON id, remembered in arrival order.
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use serde_json::value::RawValue;
+
+/// A request still waiting for its response.
+#[derive(Debug, Clone)]
+pub struct PendingRequest {
+    pub id: Box<RawValue>,
+    pub method: String,
+    seq: u64,
+}
+
+/// Pending requests of one direction of one connection.
+#[derive(Debug, Default)]
+pub struct PendingRequests {
+    by_id: HashMap<String, PendingRequest>,
+    next_seq: u64,
+}
+
+impl PendingRequests {
+    pub fn insert(&mut self, id: &RawValue, method: &str) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.by_id.insert(
+            id.get().to_owned(),
+            PendingRequest {
+                id: id.to_owned(),
+                method: method.to_owned(),
+                seq,
+            },
+        );
+    }
+
+    pub fn remove(&mut self, id: &RawValue) -> Option<PendingRequest> {
+        self.by_id.remove(id.get())
+    }
+
+    pub fn get(&self, id: &RawValue) -> Option<&PendingRequest> {
+        self.by_id.get(id.get())
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+
+    /// Take every pending request, oldest first.
+    pub fn drain_in_order(&mut self) -> Vec<PendingRequest> {
+        let mut all: Vec<PendingRequest> = self.by_id.drain().map(|(_, r)| r).collect();
+        all.sort_by_key(|r| r.seq);
+        all
+    }
+}
+
+/// A JSON-RPC error response line (terminated) for the given raw id.
+pub fn error_response(id: &RawValue, code: i64, message: &str) -> Bytes {
+    let msg = serde_json::to_string(message).unwrap_or_else(|_| "\"error\"".to_owned());
+    Bytes::from(format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{},\"error\":{{\"code\":{code},\"message\":{msg}}}}}\n",
+        id.get()
+    ))
+}

@@ -1,0 +1,108 @@
+//! Secret redaction for everything the proxy writes to disk (dump, store).
+//!
+//! Rules: every string under an `env` or `headers` key (MCP server environments and HTTP
+//! headers, in object or `[{name, value}]` form); every string in the params of an
+//! `authenticate` request except the method id; and any string whose key looks like a
+//! credential (token, secret, password, api key, authorization, cookie, ...). Numbers and
+//! booleans are never secrets (`inputTokens: 1234` stays readable).
+
+use serde_json::Value;
+
+pub const REDACTED: &str = "[redacted]";
+
+/// Redact a whole JSON-RPC message in place.
+pub fn redact(msg: &mut Value) {
+    let is_authenticate = msg.get("method").and_then(Value::as_str) == Some("authenticate");
+    if is_authenticate {
+        if let Some(params) = msg.get_mut("params") {
+            redact_all_strings(params, &["methodId"]);
+        }
+    }
+    walk(msg);
+}
+
+fn walk(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            for (key, val) in map.iter_mut() {
+                if key == "env" || key == "headers" {
+                    redact_all_strings(val, &["name"]);
+                } else if is_secret_key(key) {
+                    redact_all_strings(val, &[]);
+                } else {
+                    walk(val);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(walk),
+        _ => {}
+    }
+}
+
+fn redact_all_strings(v: &mut Value, keep_keys: &[&str]) {
+    match v {
+        Value::String(s) => *s = REDACTED.to_owned(),
+        Value::Object(map) => {
+            for (key, val) in map.iter_mut() {
+                if !keep_keys.contains(&key.as_str()) {
+                    redact_all_strings(val, keep_keys);
+                }
+            }
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|i| redact_all_strings(i, keep_keys)),
+        _ => {}
+    }
+}
+
+/// Whether a key names a credential. Lowercased, `-`/`_` ignored.
+pub fn is_secret_key(key: &str) -> bool {
+    let k: String = key
+        .chars()
+        .filter(|c| *c != '_' && *c != '-')
+        .flat_map(char::to_lowercase)
+        .collect();
+    const PARTS: [&str; 9] = [
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "apikey",
+        "authorization",
+        "cookie",
+        "credential",
+        "privatekey",
+    ];
+    PARTS.iter().any(|p| k.contains(p)) || k == "key" || k.ends_with("accesskey")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn redacts_env_headers_auth_and_tokens() {
+        let mut v = json!({"jsonrpc":"2.0","id":2,"method":"session/new","params":{
+            "cwd":"/p",
+            "mcpServers":[{"name":"gh","command":"x","args":[],
+                "env":[{"name":"GITHUB_TOKEN","value":"ghp_abc"}]},
+                {"type":"http","name":"h","url":"u","headers":[{"name":"Authorization","value":"Bearer s3"}]}],
+            "_meta":{"apiKey":"sk-1","inputTokens":12,"refresh_token":"r"}}});
+        redact(&mut v);
+        let s = v.to_string();
+        for secret in ["ghp_abc", "Bearer s3", "sk-1", "\"r\""] {
+            assert!(!s.contains(secret), "{secret} leaked: {s}");
+        }
+        assert!(s.contains("GITHUB_TOKEN"), "names stay: {s}");
+        assert_eq!(v["params"]["_meta"]["inputTokens"], 12);
+        assert_eq!(v["params"]["cwd"], "/p");
+
+        let mut auth = json!({"jsonrpc":"2.0","id":1,"method":"authenticate",
+            "params":{"methodId":"api-key","_meta":{"value":"hunter2"}}});
+        redact(&mut auth);
+        assert_eq!(auth["params"]["methodId"], "api-key");
+        assert_eq!(auth["params"]["_meta"]["value"], REDACTED);
+    }
+}

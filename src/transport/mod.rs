@@ -1,0 +1,6 @@
+//! I/O around the engine: line framing, the agent process, the stdio relay.
+
+pub mod child;
+pub mod framing;
+pub mod outbox;
+pub mod relay;

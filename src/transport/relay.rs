@@ -1,0 +1,398 @@
+//! The stdio shell around the engine: client on our stdin/stdout, agent as a child process.
+//!
+//! One task owns the engine and selects over both readers; each writer is its own task behind
+//! an [`Outbox`]. A side is only read while the opposite outbox has room, so a slow reader
+//! slows its writer and nothing is dropped or buffered without bound.
+
+use std::collections::VecDeque;
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::time::Instant;
+use tokio_util::codec::FramedRead;
+
+use crate::config::ShutdownConfig;
+use crate::dump::{Direction, Dump};
+use crate::engine::{Action, Engine, NoteLevel};
+use crate::transport::child::{self, Agent, SpawnError};
+use crate::transport::framing::{line_body, Frame, LineCodec};
+use crate::transport::outbox::Outbox;
+
+/// Queue size per direction before the opposite side stops being read.
+const HIGH_WATER: usize = 4 * 1024 * 1024;
+/// Lines of agent stderr quoted in errors.
+const STDERR_TAIL: usize = 10;
+/// How long the proxy waits for the client's first request when the agent could not start.
+const NO_AGENT_WAIT: Duration = Duration::from_secs(10);
+
+pub struct RelayOptions {
+    pub agent_command: Vec<String>,
+    pub max_frame_bytes: usize,
+    pub shutdown: ShutdownConfig,
+    pub dump: Option<Dump>,
+}
+
+/// Exit status of the proxy: 0 after a clean client close, 128+n after signal n, the agent's
+/// status (or 1) when the agent ended the session, 126/127 when it could not start.
+pub type ExitCode = i32;
+
+/// Why the relay is winding down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    Running,
+    ClientClosed,
+    Signal(i32),
+}
+
+/// Run the proxy with the client on this process's stdin/stdout.
+pub async fn run_stdio(opts: RelayOptions, engine: Engine) -> anyhow::Result<ExitCode> {
+    run(opts, engine, tokio::io::stdin(), tokio::io::stdout()).await
+}
+
+pub async fn run<R, W>(
+    opts: RelayOptions,
+    mut engine: Engine,
+    client_in: R,
+    client_out: W,
+) -> anyhow::Result<ExitCode>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let dump = opts.dump.clone();
+    let mut client_in = FramedRead::new(client_in, LineCodec::new(opts.max_frame_bytes));
+    let (to_client, client_writer) = Outbox::spawn(client_out, HIGH_WATER);
+
+    let agent = match Agent::spawn(&opts.agent_command) {
+        Ok(agent) => agent,
+        Err(err) => {
+            let code = exit_code_for_spawn_error(&err);
+            tracing::error!("{err}");
+            if let Some(d) = &dump {
+                d.note(err.to_string());
+            }
+            answer_without_agent(&mut client_in, &to_client, &dump, &err).await;
+            drop(to_client);
+            let _ = tokio::time::timeout(Duration::from_secs(2), client_writer).await;
+            return Ok(code);
+        }
+    };
+    let Agent {
+        mut child,
+        stdin,
+        stdout,
+        stderr,
+        pgid,
+    } = agent;
+    tracing::info!(pid = pgid, command = ?opts.agent_command, "agent started");
+
+    let mut agent_in = FramedRead::new(stdout, LineCodec::new(opts.max_frame_bytes));
+    let mut agent_err = FramedRead::new(stderr, LineCodec::new(64 * 1024));
+    let (agent_outbox, agent_writer) = Outbox::spawn(stdin, HIGH_WATER);
+    let mut to_agent = Some(agent_outbox);
+
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sigterm = signal(SignalKind::terminate())?;
+
+    let clock = Instant::now();
+    let mut actions: Vec<Action> = Vec::new();
+    let mut ending = Ending::Running;
+    let mut client_eof = false;
+    let mut agent_eof = false;
+    let mut stderr_eof = false;
+    let mut stderr_tail: VecDeque<String> = VecDeque::new();
+    let mut exit_status: Option<ExitStatus> = None;
+    // Escalation after the client is gone: (when, signal to send next).
+    let mut escalation: Option<(Instant, i32)> = None;
+    // The agent exited but something still holds its stdout open: when to clean its group up.
+    let mut orphan_deadline: Option<Instant> = None;
+
+    while !agent_eof {
+        let agent_room = to_agent.as_ref().is_none_or(Outbox::has_room);
+        let client_room = to_client.has_room();
+        tokio::select! {
+            frame = client_in.next(), if !client_eof && ending == Ending::Running && agent_room => {
+                match frame {
+                    Some(Ok(frame)) => {
+                        let now = clock.elapsed().as_millis() as u64;
+                        if let Some(d) = &dump { d.frame(Direction::ClientToProxy, frame.bytes()); }
+                        match frame {
+                            Frame::Line(bytes) => engine.from_client(bytes, now, &mut actions),
+                            Frame::Piece { bytes, first, .. } => {
+                                if first { oversize_note(&dump, "client", opts.max_frame_bytes); }
+                                actions.push(Action::ToAgent(bytes));
+                            }
+                        }
+                        execute(&mut actions, &to_client, to_agent.as_ref(), &dump);
+                    }
+                    Some(Err(e)) => {
+                        tracing::warn!("reading from the client failed: {e}");
+                        client_eof = true;
+                    }
+                    None => client_eof = true,
+                }
+                if client_eof {
+                    tracing::debug!("client closed its side: closing the agent's stdin");
+                    ending = Ending::ClientClosed;
+                }
+            }
+            _ = async { if let Some(t) = &to_agent { t.room().await } }, if !agent_room => {}
+            frame = agent_in.next(), if client_room => {
+                match frame {
+                    Some(Ok(frame)) => {
+                        let now = clock.elapsed().as_millis() as u64;
+                        if let Some(d) = &dump { d.frame(Direction::AgentToProxy, frame.bytes()); }
+                        match frame {
+                            Frame::Line(bytes) => engine.from_agent(bytes, now, &mut actions),
+                            Frame::Piece { bytes, first, .. } => {
+                                if first { oversize_note(&dump, "agent", opts.max_frame_bytes); }
+                                actions.push(Action::ToClient(bytes));
+                            }
+                        }
+                        execute(&mut actions, &to_client, to_agent.as_ref(), &dump);
+                    }
+                    Some(Err(e)) => {
+                        tracing::warn!("reading from the agent failed: {e}");
+                        agent_eof = true;
+                    }
+                    None => agent_eof = true,
+                }
+            }
+            _ = to_client.room(), if !client_room => {}
+            line = agent_err.next(), if !stderr_eof => match line {
+                Some(Ok(frame)) => relay_stderr(frame.bytes(), &mut stderr_tail, &dump),
+                _ => stderr_eof = true,
+            },
+            status = child.wait(), if exit_status.is_none() => {
+                let status = status?;
+                tracing::debug!(status = %child::describe_status(&status), "agent process exited");
+                exit_status = Some(status);
+                orphan_deadline = Some(Instant::now() + Duration::from_millis(opts.shutdown.term_grace_ms));
+            }
+            _ = sleep_until(orphan_deadline) => {
+                // The agent is gone but a process it left behind keeps its stdout open.
+                orphan_deadline = None;
+                child::reap_group(pgid, Duration::from_millis(opts.shutdown.term_grace_ms)).await;
+            }
+            _ = sigint.recv(), if ending == Ending::Running => ending = Ending::Signal(libc::SIGINT),
+            _ = sigterm.recv(), if ending == Ending::Running => ending = Ending::Signal(libc::SIGTERM),
+            _ = sleep_until(escalation.map(|e| e.0)) => {
+                if let Some((_, sig)) = escalation {
+                    tracing::debug!(sig, "agent still running after the client left: signalling its group");
+                    child::signal_group(pgid, sig);
+                    escalation = (sig == libc::SIGTERM).then(|| {
+                        (Instant::now() + Duration::from_millis(opts.shutdown.term_grace_ms), libc::SIGKILL)
+                    });
+                }
+            }
+        }
+        if to_client.is_closed() && ending == Ending::Running {
+            tracing::debug!("client stopped reading: shutting down");
+            ending = Ending::ClientClosed;
+        }
+        if ending != Ending::Running && to_agent.is_some() {
+            // Closing the agent's stdin is the polite way to end; signals follow if needed.
+            to_agent = None;
+            escalation = Some((
+                Instant::now() + Duration::from_millis(opts.shutdown.stdin_grace_ms),
+                libc::SIGTERM,
+            ));
+        }
+    }
+
+    // The agent's stdout is closed. Make sure the process is gone and collect its status.
+    let status = match exit_status {
+        Some(s) => {
+            child::reap_group(pgid, Duration::from_millis(opts.shutdown.term_grace_ms)).await;
+            s
+        }
+        None => {
+            let grace = match ending {
+                Ending::Running => Duration::from_millis(opts.shutdown.stdin_grace_ms),
+                _ => escalation
+                    .map(|(t, _)| t.saturating_duration_since(Instant::now()))
+                    .unwrap_or_default(),
+            };
+            child::stop(
+                &mut child,
+                pgid,
+                grace,
+                Duration::from_millis(opts.shutdown.term_grace_ms),
+            )
+            .await?
+        }
+    };
+    drop(to_agent);
+    let _ = agent_writer.await;
+    drain_stderr(&mut agent_err, &mut stderr_tail, &dump, stderr_eof).await;
+
+    let code = match ending {
+        Ending::Running => {
+            let what = child::describe_status(&status);
+            let tail: Vec<&str> = stderr_tail.iter().map(String::as_str).collect();
+            let reason = if tail.is_empty() {
+                format!("{what} (the agent wrote nothing to stderr)")
+            } else {
+                format!("{what}; last stderr lines: {}", tail.join(" | "))
+            };
+            tracing::error!("the agent ended the session: {reason}");
+            engine.agent_gone(&reason, &mut actions);
+            execute(&mut actions, &to_client, None, &dump);
+            agent_exit_code(&status)
+        }
+        Ending::ClientClosed => 0,
+        Ending::Signal(sig) => 128 + sig,
+    };
+    drop(to_client);
+    if tokio::time::timeout(Duration::from_secs(5), client_writer)
+        .await
+        .is_err()
+    {
+        tracing::warn!("the client did not read our last frames within 5 s");
+    }
+    Ok(code)
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(t) => tokio::time::sleep_until(t).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn execute(
+    actions: &mut Vec<Action>,
+    to_client: &Outbox,
+    to_agent: Option<&Outbox>,
+    dump: &Option<Dump>,
+) {
+    for action in actions.drain(..) {
+        match action {
+            Action::ToClient(bytes) => {
+                if let Some(d) = dump {
+                    d.frame(Direction::ProxyToClient, &bytes);
+                }
+                to_client.send(bytes);
+            }
+            Action::ToAgent(bytes) => {
+                if let Some(d) = dump {
+                    d.frame(Direction::ProxyToAgent, &bytes);
+                }
+                match to_agent {
+                    Some(t) => {
+                        t.send(bytes);
+                    }
+                    None => tracing::debug!("agent stdin closed: dropping a frame for the agent"),
+                }
+            }
+            Action::Note(note) => {
+                match note.level {
+                    NoteLevel::Info => tracing::info!("{}", note.message),
+                    NoteLevel::Warn => tracing::warn!("{}", note.message),
+                }
+                if let Some(d) = dump {
+                    d.note(note.message);
+                }
+            }
+        }
+    }
+}
+
+fn oversize_note(dump: &Option<Dump>, side: &str, max: usize) {
+    let msg = format!(
+        "a line from the {side} is longer than max_frame_bytes ({max}): relayed unchanged in pieces, not inspected"
+    );
+    tracing::warn!("{msg}");
+    if let Some(d) = dump {
+        d.note(msg);
+    }
+}
+
+fn relay_stderr(bytes: &Bytes, tail: &mut VecDeque<String>, dump: &Option<Dump>) {
+    use std::io::Write;
+    // The agent's stderr is its log: pass it through as is.
+    let _ = std::io::stderr().write_all(bytes);
+    if let Some(d) = dump {
+        d.frame(Direction::AgentStderr, bytes);
+    }
+    let line = String::from_utf8_lossy(line_body(bytes)).trim().to_owned();
+    if !line.is_empty() {
+        if tail.len() == STDERR_TAIL {
+            tail.pop_front();
+        }
+        tail.push_back(line);
+    }
+}
+
+async fn drain_stderr<R: AsyncRead + Unpin>(
+    reader: &mut FramedRead<R, LineCodec>,
+    tail: &mut VecDeque<String>,
+    dump: &Option<Dump>,
+    eof: bool,
+) {
+    if eof {
+        return;
+    }
+    let deadline = Instant::now() + Duration::from_millis(500);
+    while let Ok(Some(Ok(frame))) = tokio::time::timeout_at(deadline, reader.next()).await {
+        relay_stderr(frame.bytes(), tail, dump);
+    }
+}
+
+fn agent_exit_code(status: &ExitStatus) -> ExitCode {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(0), _) => 1,
+        (Some(c), _) => c,
+        (None, Some(sig)) => 128 + sig,
+        (None, None) => 1,
+    }
+}
+
+fn exit_code_for_spawn_error(err: &SpawnError) -> ExitCode {
+    match err {
+        SpawnError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => 127,
+        SpawnError::Io { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
+            126
+        }
+        _ => 1,
+    }
+}
+
+/// The agent could not be started: answer the client's first request (normally `initialize`)
+/// with an error saying why, so the editor shows it instead of waiting forever.
+async fn answer_without_agent<R: AsyncRead + Unpin>(
+    client_in: &mut FramedRead<R, LineCodec>,
+    to_client: &Outbox,
+    dump: &Option<Dump>,
+    err: &SpawnError,
+) {
+    let deadline = Instant::now() + NO_AGENT_WAIT;
+    while let Ok(Some(Ok(Frame::Line(bytes)))) =
+        tokio::time::timeout_at(deadline, client_in.next()).await
+    {
+        if let Some(d) = dump {
+            d.frame(Direction::ClientToProxy, &bytes);
+        }
+        if let crate::engine::envelope::Parsed::Message(env) =
+            crate::engine::envelope::parse(&bytes)
+        {
+            if let (crate::engine::envelope::Kind::Request, Some(id)) = (env.kind(), env.id) {
+                let line = crate::engine::pending::error_response(
+                    id,
+                    -32603,
+                    &format!("acp-proxy could not start the agent: {err}"),
+                );
+                if let Some(d) = dump {
+                    d.frame(Direction::ProxyToClient, &line);
+                }
+                to_client.send(line);
+                return;
+            }
+        }
+    }
+}
