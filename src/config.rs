@@ -4,6 +4,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::engine::{ChildCancel, EngineConfig, LiveChildEvents};
+use crate::subagents::presets;
+
 /// Default maximum size of one frame held in memory (64 MiB).
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
 
@@ -49,6 +52,8 @@ pub struct Config {
     pub log_level: String,
     pub dump: DumpConfig,
     pub shutdown: ShutdownConfig,
+    pub zed: ZedConfig,
+    pub subagents: SubagentsConfig,
 }
 
 impl Default for Config {
@@ -59,6 +64,8 @@ impl Default for Config {
             log_level: "info".to_owned(),
             dump: DumpConfig::default(),
             shutdown: ShutdownConfig::default(),
+            zed: ZedConfig::default(),
+            subagents: SubagentsConfig::default(),
         }
     }
 }
@@ -102,7 +109,75 @@ impl Default for ShutdownConfig {
     }
 }
 
+/// `[zed]`: how subagents are shown to Zed.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ZedConfig {
+    /// Add `clientCapabilities.subagents` and the child-transcript flag to the `initialize`
+    /// sent to the agent, so it reports subagents exactly.
+    pub opt_in: bool,
+    /// `hide`: child events appear only in the child thread; `flat`: also live in the parent.
+    pub live_child_events: LiveChildEvents,
+    /// Show the child's latest activity in the spawn card's title while it runs.
+    pub live_progress: bool,
+    /// Stop on a child the agent cannot cancel alone: `parent` cancels the parent's turn,
+    /// `ignore` does nothing.
+    pub child_cancel: ChildCancel,
+    /// How long a permission request that may belong to a child waits for attribution.
+    pub permission_hold_ms: u64,
+    /// Permission requests held at once; further ones go out unattributed.
+    pub max_held_permissions: usize,
+}
+
+impl Default for ZedConfig {
+    fn default() -> Self {
+        let e = EngineConfig::default();
+        ZedConfig {
+            opt_in: e.opt_in,
+            live_child_events: e.live_child_events,
+            live_progress: e.live_progress,
+            child_cancel: e.child_cancel,
+            permission_hold_ms: e.permission_hold_ms,
+            max_held_permissions: e.max_held_permissions,
+        }
+    }
+}
+
+/// `[subagents]`: which agents' subagent signatures are recognised.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SubagentsConfig {
+    pub presets: Vec<String>,
+}
+
+impl Default for SubagentsConfig {
+    fn default() -> Self {
+        SubagentsConfig {
+            presets: presets::ALL.iter().map(|p| p.name.to_owned()).collect(),
+        }
+    }
+}
+
 impl Config {
+    /// The engine's settings.
+    pub fn engine_config(&self) -> EngineConfig {
+        EngineConfig {
+            display: self.display,
+            opt_in: self.zed.opt_in,
+            live_child_events: self.zed.live_child_events,
+            live_progress: self.zed.live_progress,
+            child_cancel: self.zed.child_cancel,
+            permission_hold_ms: self.zed.permission_hold_ms,
+            max_held_permissions: self.zed.max_held_permissions,
+            presets: self
+                .subagents
+                .presets
+                .iter()
+                .filter_map(|n| presets::by_name(n))
+                .collect(),
+        }
+    }
+
     /// Load from an explicit path, else `./proxy.toml` if present, else defaults.
     pub fn load(explicit: Option<&Path>) -> Result<Config, ConfigError> {
         match explicit {
@@ -146,6 +221,27 @@ impl Config {
         }
         if self.dump.queue_frames == 0 {
             return Err(bad("dump.queue_frames", "must be at least 1".into()));
+        }
+        if let Some(bad_name) = self
+            .subagents
+            .presets
+            .iter()
+            .find(|n| presets::by_name(n).is_none())
+        {
+            let known: Vec<&str> = presets::ALL.iter().map(|p| p.name).collect();
+            return Err(bad(
+                "subagents.presets",
+                format!(
+                    "has unknown preset `{bad_name}` (known: {})",
+                    known.join(", ")
+                ),
+            ));
+        }
+        if self.zed.permission_hold_ms > 60_000 {
+            return Err(bad(
+                "zed.permission_hold_ms",
+                "must be at most 60000".into(),
+            ));
         }
         if tracing_subscriber::EnvFilter::try_new(&self.log_level).is_err() {
             return Err(bad(

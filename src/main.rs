@@ -135,13 +135,14 @@ fn run_proxy(cfg: Config, agent: Vec<String>) -> anyhow::Result<i32> {
             }
             None => (None, None),
         };
+        let engine_cfg = cfg.engine_config();
         let opts = RelayOptions {
             agent_command: agent,
             max_frame_bytes: cfg.max_frame_bytes,
             shutdown: cfg.shutdown.clone(),
             dump,
         };
-        let code = relay::run_stdio(opts, Engine::new()).await?;
+        let code = relay::run_stdio(opts, Engine::new(engine_cfg)).await?;
         if let Some(task) = dump_task {
             // The relay dropped its dump handle: the writer finishes what is queued.
             let _ = task.await;

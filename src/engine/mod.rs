@@ -1,14 +1,32 @@
 //! The sans-IO core: frames in, actions out.
 //!
-//! The engine owns all protocol state (pending requests, sessions, subagents) and never does
+//! The engine owns all protocol state (pending requests, output mode, subagents) and never does
 //! I/O or reads a clock: the shell passes each frame with a timestamp and carries out the
 //! returned [`Action`]s in order. Frames it does not change are forwarded as the same `Bytes`.
+//!
+//! Routing is split by concern: [`agent_side`] handles what the agent sends (updates,
+//! requests to the client), [`client_side`] what the client sends about child sessions, and
+//! [`frames`] builds the few JSON-RPC lines the proxy writes itself.
 
+mod agent_side;
+mod client_side;
 pub mod envelope;
+pub mod frames;
 pub mod pending;
 
-use bytes::Bytes;
+use std::borrow::Cow;
+use std::collections::HashSet;
 
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::config::Display;
+use crate::subagents::detect::Detector;
+use crate::subagents::model::Registry;
+use crate::subagents::persist::{StoreOp, StoredChild};
+use crate::subagents::presets::{self, Preset};
 use envelope::{Kind, Parsed};
 use pending::PendingRequests;
 
@@ -24,6 +42,13 @@ pub enum Action {
     ToAgent(Bytes),
     /// A diagnostic worth a line on stderr and a record in the dump.
     Note(Note),
+    /// Persist this in the durable store (off the hot path).
+    Store(StoreOp),
+    /// Look up every stored child of this parent session and hand them to
+    /// [`Engine::restore`] before carrying out the next action.
+    FetchChildren { parent_session_id: String },
+    /// Look up one stored child and hand it to [`Engine::child_fetched`] with this request.
+    FetchChild { child_id: String, request: Bytes },
 }
 
 /// A diagnostic from the engine.
@@ -39,47 +64,253 @@ pub enum NoteLevel {
     Warn,
 }
 
+/// Where child events may also appear live in the parent thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LiveChildEvents {
+    #[default]
+    Hide,
+    Flat,
+}
+
+/// What a client's Stop on a child does when the agent cannot cancel that child alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ChildCancel {
+    #[default]
+    Parent,
+    Ignore,
+}
+
+/// Engine settings (from `proxy.toml`).
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    pub display: Display,
+    /// Opt in to standard subagents and the child transcript on the client's behalf.
+    pub opt_in: bool,
+    pub live_child_events: LiveChildEvents,
+    pub live_progress: bool,
+    pub child_cancel: ChildCancel,
+    /// How long a permission request that may belong to a child waits for attribution.
+    pub permission_hold_ms: Millis,
+    pub max_held_permissions: usize,
+    pub presets: Vec<Preset>,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            display: Display::Auto,
+            opt_in: true,
+            live_child_events: LiveChildEvents::Hide,
+            live_progress: true,
+            child_cancel: ChildCancel::Parent,
+            permission_hold_ms: 500,
+            max_held_permissions: 64,
+            presets: presets::ALL.to_vec(),
+        }
+    }
+}
+
+/// The output flavour in force once the client's `initialize` was seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Pure relay.
+    Off,
+    /// Zed's `_meta.subagent_session_info` cards and proxy-served child threads.
+    Zed,
+    /// The client speaks standard ACP subagents: relay them as they are.
+    Acp,
+}
+
+/// A permission request waiting to learn which session it belongs to.
+#[derive(Debug)]
+struct HeldRequest {
+    session: String,
+    tool_call_id: String,
+    frame: Bytes,
+    deadline: Millis,
+}
+
 /// The protocol state machine between one client and one agent.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Engine {
+    cfg: EngineConfig,
+    mode: Option<Mode>,
     /// Client requests the agent has not answered yet.
     client_requests: PendingRequests,
+    detector: Detector,
+    reg: Registry,
+    /// The agent itself supports `session/load` (we advertise it to Zed either way).
+    agent_loads: bool,
+    agent_name: String,
+    /// Parent sessions whose `session/load` replay is under way.
+    replaying: HashSet<String>,
+    held: Vec<HeldRequest>,
+    /// Child ids the store was already asked about (a miss there is final).
+    store_tried: HashSet<String>,
+    /// Mismatch reports already made (each kind once per connection).
+    reported: HashSet<String>,
+}
+
+impl Default for Engine {
+    fn default() -> Self {
+        Engine::new(EngineConfig::default())
+    }
+}
+
+/// `params` of a request or notification that names a session.
+#[derive(Deserialize)]
+struct SessionParams<'a> {
+    #[serde(borrow, rename = "sessionId", default)]
+    session_id: Option<Cow<'a, str>>,
+}
+
+fn session_of(params: Option<&RawValue>) -> Option<String> {
+    let p: SessionParams<'_> = serde_json::from_str(params?.get()).ok()?;
+    p.session_id.map(Cow::into_owned)
 }
 
 impl Engine {
-    pub fn new() -> Self {
-        Self::default()
+    pub fn new(cfg: EngineConfig) -> Self {
+        let detector = Detector::new(cfg.presets.clone());
+        let mode = (cfg.display == Display::Off).then_some(Mode::Off);
+        Engine {
+            cfg,
+            mode,
+            client_requests: PendingRequests::default(),
+            detector,
+            reg: Registry::default(),
+            agent_loads: false,
+            agent_name: String::new(),
+            replaying: HashSet::new(),
+            held: Vec::new(),
+            store_tried: HashSet::new(),
+            reported: HashSet::new(),
+        }
+    }
+
+    /// The output flavour, once the client's `initialize` decided it.
+    pub fn mode(&self) -> Option<Mode> {
+        self.mode
+    }
+
+    fn zed(&self) -> bool {
+        self.mode == Some(Mode::Zed)
     }
 
     /// A frame (one line, terminator included) arrived from the client.
-    pub fn from_client(&mut self, frame: Bytes, _now: Millis, out: &mut Vec<Action>) {
-        if let Parsed::Message(env) = envelope::parse(&frame) {
-            if env.kind() == Kind::Request {
-                if let (Some(id), Some(method)) = (env.id, env.method()) {
-                    self.client_requests.insert(id, method);
+    pub fn from_client(&mut self, frame: Bytes, now: Millis, out: &mut Vec<Action>) {
+        let Parsed::Message(env) = envelope::parse(&frame) else {
+            out.push(Action::ToAgent(frame));
+            return;
+        };
+        let kind = env.kind();
+        let method = env.method().unwrap_or("").to_owned();
+        if self.mode == Some(Mode::Off) {
+            if let (Kind::Request, Some(id)) = (kind, env.id) {
+                self.client_requests.insert(id, &method, None);
+            }
+            out.push(Action::ToAgent(frame));
+            return;
+        }
+        match kind {
+            Kind::Request => {
+                let Some(id) = env.id.map(RawValue::to_owned) else {
+                    return;
+                };
+                if method == "initialize" {
+                    self.client_requests.insert(&id, &method, None);
+                    drop(env);
+                    self.client_initialize(frame, out);
+                    return;
+                }
+                let session = session_of(env.params);
+                drop(env);
+                if self.zed() {
+                    if let Some(sid) = &session {
+                        if client_side::is_child_id(&self.reg, sid) {
+                            self.client_child_request(&id, &method, sid, frame, now, out);
+                            return;
+                        }
+                    }
+                    if method == "session/load" {
+                        if let Some(sid) = &session {
+                            if !self.agent_loads {
+                                out.push(Action::ToClient(frames::error(
+                                    &id,
+                                    -32601,
+                                    "acp-proxy: the agent does not support session/load, so this session cannot be reopened",
+                                )));
+                                return;
+                            }
+                            self.begin_replay(sid, out);
+                        }
+                    }
+                }
+                self.client_requests
+                    .insert(&id, &method, session.as_deref());
+                out.push(Action::ToAgent(frame));
+            }
+            Kind::Notification if self.zed() => {
+                let session = session_of(env.params);
+                drop(env);
+                match session {
+                    Some(sid) if client_side::is_child_id(&self.reg, &sid) => {
+                        self.client_child_notification(&method, &sid, out);
+                    }
+                    _ => out.push(Action::ToAgent(frame)),
                 }
             }
+            _ => out.push(Action::ToAgent(frame)),
         }
-        out.push(Action::ToAgent(frame));
     }
 
     /// A frame (one line, terminator included) arrived from the agent.
-    pub fn from_agent(&mut self, frame: Bytes, _now: Millis, out: &mut Vec<Action>) {
-        if let Parsed::Message(env) = envelope::parse(&frame) {
-            if env.kind() == Kind::Response {
-                if let Some(id) = env.id {
-                    self.client_requests.remove(id);
+    pub fn from_agent(&mut self, frame: Bytes, now: Millis, out: &mut Vec<Action>) {
+        let Parsed::Message(env) = envelope::parse(&frame) else {
+            out.push(Action::ToClient(frame));
+            return;
+        };
+        match env.kind() {
+            Kind::Response => {
+                let Some(req) = env.id.and_then(|id| self.client_requests.remove(id)) else {
+                    out.push(Action::ToClient(frame));
+                    return;
+                };
+                drop(env);
+                if self.mode == Some(Mode::Off) {
+                    out.push(Action::ToClient(frame));
+                    return;
+                }
+                self.agent_response(req, frame, out);
+            }
+            Kind::Notification if self.zed() && env.method() == Some("session/update") => {
+                let params = env.params.map(|p| p.get().to_owned());
+                drop(env);
+                match params {
+                    Some(p) => self.agent_update(frame, &p, now, out),
+                    None => out.push(Action::ToClient(frame)),
                 }
             }
+            Kind::Request if self.zed() => {
+                let method = env.method().unwrap_or("").to_owned();
+                drop(env);
+                self.agent_request(&method, frame, now, out);
+            }
+            _ => out.push(Action::ToClient(frame)),
         }
-        out.push(Action::ToClient(frame));
     }
 
     /// The agent is gone: answer every request the client still waits for with an error
     /// that says why, oldest first.
     pub fn agent_gone(&mut self, reason: &str, out: &mut Vec<Action>) {
+        for held in std::mem::take(&mut self.held) {
+            // The client may still answer nothing useful, but it must not lose the frame.
+            out.push(Action::ToClient(held.frame));
+        }
         for req in self.client_requests.drain_in_order() {
-            let line = pending::error_response(
+            let line = frames::error(
                 &req.id,
                 -32603,
                 &format!(
@@ -95,54 +326,228 @@ impl Engine {
     pub fn pending_client_requests(&self) -> usize {
         self.client_requests.len()
     }
+
+    /// When [`Engine::handle_timeout`] must next be called, if ever.
+    pub fn poll_timeout(&self) -> Option<Millis> {
+        self.held.iter().map(|h| h.deadline).min()
+    }
+
+    /// Time passed: release what waited too long.
+    pub fn handle_timeout(&mut self, now: Millis, out: &mut Vec<Action>) {
+        let (due, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
+            .into_iter()
+            .partition(|h| h.deadline <= now);
+        self.held = keep;
+        for h in due {
+            self.note(
+                out,
+                NoteLevel::Info,
+                format!(
+                    "permission request for tool call {} could not be attributed within {} ms: shown in its session as sent",
+                    h.tool_call_id, self.cfg.permission_hold_ms
+                ),
+            );
+            self.route_agent_request(h.frame, now, false, out);
+        }
+    }
+
+    /// Children the store kept for a parent session (after a restart).
+    pub fn restore(&mut self, children: Vec<StoredChild>) {
+        for stored in children {
+            let id = stored.child_id.clone();
+            client_side::restore_child(&mut self.reg, stored);
+            let replaying = &self.replaying;
+            if let Some(child) = self.reg.get_mut(&id) {
+                child.replay_skip = replaying.contains(&child.top) && !child.thread.is_empty();
+            }
+        }
+    }
+
+    /// The store's answer to [`Action::FetchChild`]: serve or refuse the held request.
+    pub fn child_fetched(
+        &mut self,
+        child: Option<StoredChild>,
+        request: Bytes,
+        now: Millis,
+        out: &mut Vec<Action>,
+    ) {
+        if let Some(stored) = child {
+            self.store_tried.insert(stored.child_id.clone());
+            client_side::restore_child(&mut self.reg, stored);
+        }
+        if let Parsed::Message(env) = envelope::parse(&request) {
+            if let Some(sid) = session_of(env.params) {
+                self.store_tried.insert(sid);
+            }
+        }
+        self.from_client(request, now, out);
+    }
+
+    fn note(&mut self, out: &mut Vec<Action>, level: NoteLevel, message: String) {
+        out.push(Action::Note(Note { level, message }));
+    }
+
+    /// Report a shape mismatch once per kind: "agent changed" must be told from "proxy bug".
+    fn report_once(&mut self, key: &str, out: &mut Vec<Action>, message: String) {
+        if self.reported.insert(key.to_owned()) {
+            self.note(out, NoteLevel::Warn, message);
+        }
+    }
+
+    fn client_initialize(&mut self, frame: Bytes, out: &mut Vec<Action>) {
+        let Ok(mut msg) =
+            serde_json::from_slice::<Value>(crate::transport::framing::line_body(&frame))
+        else {
+            out.push(Action::ToAgent(frame));
+            return;
+        };
+        let params = &msg["params"];
+        let advertises_subagents = params.pointer("/clientCapabilities/subagents").is_some();
+        let client_name = params
+            .pointer("/clientInfo/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let is_zed = client_name.to_ascii_lowercase().contains("zed");
+        let mode = match self.cfg.display {
+            Display::Off => Mode::Off,
+            Display::Zed => Mode::Zed,
+            Display::Acp => Mode::Acp,
+            // Transcript folding is not built yet: such clients get the standard stream only
+            // if they asked for it, else a pure relay.
+            Display::Transcript => Mode::Off,
+            Display::Auto if advertises_subagents => Mode::Acp,
+            Display::Auto if is_zed => Mode::Zed,
+            Display::Auto => Mode::Off,
+        };
+        self.mode = Some(mode);
+        self.note(
+            out,
+            NoteLevel::Info,
+            format!(
+                "client `{client_name}`: subagents shown as {mode:?} (display = {:?})",
+                self.cfg.display
+            ),
+        );
+        if mode != Mode::Zed {
+            out.push(Action::ToAgent(frame));
+            return;
+        }
+        let mut changed = false;
+        if let Some(v) = msg.pointer_mut("/params/protocolVersion") {
+            if v.as_u64().is_some_and(|n| n > 1) {
+                // The proxy understands v1 shapes only: negotiate v1 rather than let a newer
+                // version through silently.
+                *v = Value::from(1);
+                changed = true;
+            }
+        }
+        if self.cfg.opt_in {
+            if let Some(params) = msg.get_mut("params").and_then(Value::as_object_mut) {
+                let caps = params
+                    .entry("clientCapabilities")
+                    .or_insert_with(|| Value::Object(Default::default()));
+                if let Some(caps) = caps.as_object_mut() {
+                    if !caps.contains_key("subagents") {
+                        caps.insert("subagents".into(), Value::Object(Default::default()));
+                        changed = true;
+                    }
+                    let meta = caps
+                        .entry("_meta")
+                        .or_insert_with(|| Value::Object(Default::default()));
+                    if let Some(meta) = meta.as_object_mut() {
+                        meta.insert("subagent-transcript".into(), Value::Bool(true));
+                        changed = true;
+                    }
+                }
+            }
+        }
+        out.push(Action::ToAgent(if changed {
+            frames::line(&msg)
+        } else {
+            frame
+        }));
+    }
+
+    fn agent_response(
+        &mut self,
+        req: pending::PendingRequest,
+        frame: Bytes,
+        out: &mut Vec<Action>,
+    ) {
+        match req.method.as_str() {
+            "initialize" if self.zed() => self.agent_initialized(frame, out),
+            "session/load" => {
+                if let Some(sid) = &req.session {
+                    self.end_replay(sid);
+                }
+                out.push(Action::ToClient(frame));
+            }
+            "session/list" if self.zed() => out.push(Action::ToClient(
+                client_side::filter_session_list(&self.reg, frame),
+            )),
+            "session/prompt" if self.zed() => {
+                out.push(Action::ToClient(frame));
+                if let Some(sid) = req.session {
+                    self.turn_ended(&sid, out);
+                }
+            }
+            _ => out.push(Action::ToClient(frame)),
+        }
+    }
+
+    fn agent_initialized(&mut self, frame: Bytes, out: &mut Vec<Action>) {
+        let Ok(mut msg) =
+            serde_json::from_slice::<Value>(crate::transport::framing::line_body(&frame))
+        else {
+            out.push(Action::ToClient(frame));
+            return;
+        };
+        let Some(result) = msg.get_mut("result").and_then(Value::as_object_mut) else {
+            out.push(Action::ToClient(frame));
+            return;
+        };
+        self.agent_name = result
+            .get("agentInfo")
+            .and_then(|i| i.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("agent")
+            .to_owned();
+        let caps = result
+            .entry("agentCapabilities")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Some(caps) = caps.as_object_mut() {
+            self.agent_loads = caps.get("loadSession").and_then(Value::as_bool) == Some(true);
+            // Zed loads child threads only from agents that advertise loadSession; the proxy
+            // serves child loads itself and answers parent loads with an error when the
+            // agent cannot.
+            caps.insert("loadSession".into(), Value::Bool(true));
+        }
+        out.push(Action::ToClient(frames::line(&msg)));
+    }
+
+    fn begin_replay(&mut self, session: &str, out: &mut Vec<Action>) {
+        self.replaying.insert(session.to_owned());
+        out.push(Action::FetchChildren {
+            parent_session_id: session.to_owned(),
+        });
+        // Children already known keep their recorded thread: the replay must not double it.
+        for child in self.reg.children.values_mut() {
+            if child.top == session && !child.thread.is_empty() {
+                child.replay_skip = true;
+            }
+        }
+    }
+
+    /// Called after [`Action::FetchChildren`] was served: mark restored children too.
+    fn end_replay(&mut self, session: &str) {
+        self.replaying.remove(session);
+        for child in self.reg.children.values_mut() {
+            if child.top == session {
+                child.replay_skip = false;
+            }
+        }
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn run_agent(engine: &mut Engine, line: &str) -> Vec<Action> {
-        let mut out = Vec::new();
-        engine.from_agent(Bytes::copy_from_slice(line.as_bytes()), 0, &mut out);
-        out
-    }
-
-    fn run_client(engine: &mut Engine, line: &str) -> Vec<Action> {
-        let mut out = Vec::new();
-        engine.from_client(Bytes::copy_from_slice(line.as_bytes()), 0, &mut out);
-        out
-    }
-
-    #[test]
-    fn forwards_unchanged_and_errors_pending_on_exit() {
-        let mut e = Engine::new();
-        let a = run_client(
-            &mut e,
-            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n",
-        );
-        assert_eq!(
-            a,
-            vec![Action::ToAgent(Bytes::from_static(
-                b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n"
-            ))]
-        );
-        run_client(
-            &mut e,
-            "{\"jsonrpc\":\"2.0\",\"id\":\"s\",\"method\":\"session/new\"}\n",
-        );
-        run_agent(&mut e, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n");
-        assert_eq!(e.pending_client_requests(), 1);
-        let mut out = Vec::new();
-        e.agent_gone("exit status 3", &mut out);
-        let [Action::ToClient(line)] = out.as_slice() else {
-            panic!("{out:?}")
-        };
-        let v: serde_json::Value = serde_json::from_slice(line).expect("json");
-        assert_eq!(v["id"], "s");
-        assert_eq!(v["error"]["code"], -32603);
-        assert!(v["error"]["message"]
-            .as_str()
-            .unwrap_or("")
-            .contains("exit status 3"));
-    }
-}
+mod tests;

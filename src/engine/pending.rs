@@ -2,7 +2,6 @@
 
 use std::collections::HashMap;
 
-use bytes::Bytes;
 use serde_json::value::RawValue;
 
 /// A request still waiting for its response.
@@ -10,6 +9,8 @@ use serde_json::value::RawValue;
 pub struct PendingRequest {
     pub id: Box<RawValue>,
     pub method: String,
+    /// The session the request names, when the router needs it for the response.
+    pub session: Option<String>,
     seq: u64,
 }
 
@@ -21,7 +22,7 @@ pub struct PendingRequests {
 }
 
 impl PendingRequests {
-    pub fn insert(&mut self, id: &RawValue, method: &str) {
+    pub fn insert(&mut self, id: &RawValue, method: &str, session: Option<&str>) {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.by_id.insert(
@@ -29,6 +30,7 @@ impl PendingRequests {
             PendingRequest {
                 id: id.to_owned(),
                 method: method.to_owned(),
+                session: session.map(str::to_owned),
                 seq,
             },
         );
@@ -58,11 +60,5 @@ impl PendingRequests {
     }
 }
 
-/// A JSON-RPC error response line (terminated) for the given raw id.
-pub fn error_response(id: &RawValue, code: i64, message: &str) -> Bytes {
-    let msg = serde_json::to_string(message).unwrap_or_else(|_| "\"error\"".to_owned());
-    Bytes::from(format!(
-        "{{\"jsonrpc\":\"2.0\",\"id\":{},\"error\":{{\"code\":{code},\"message\":{msg}}}}}\n",
-        id.get()
-    ))
-}
+/// Kept for the shell's "agent could not start" path.
+pub use super::frames::error as error_response;

@@ -127,7 +127,7 @@ where
                                 actions.push(Action::ToAgent(bytes));
                             }
                         }
-                        execute(&mut actions, &to_client, to_agent.as_ref(), &dump);
+                        execute(&mut engine, now, &mut actions, &to_client, to_agent.as_ref(), &dump);
                     }
                     Some(Err(e)) => {
                         tracing::warn!("reading from the client failed: {e}");
@@ -153,7 +153,7 @@ where
                                 actions.push(Action::ToClient(bytes));
                             }
                         }
-                        execute(&mut actions, &to_client, to_agent.as_ref(), &dump);
+                        execute(&mut engine, now, &mut actions, &to_client, to_agent.as_ref(), &dump);
                     }
                     Some(Err(e)) => {
                         tracing::warn!("reading from the agent failed: {e}");
@@ -177,6 +177,11 @@ where
                 // The agent is gone but a process it left behind keeps its stdout open.
                 orphan_deadline = None;
                 child::reap_group(pgid, Duration::from_millis(opts.shutdown.term_grace_ms)).await;
+            }
+            _ = sleep_until(engine.poll_timeout().map(|ms| clock + Duration::from_millis(ms))) => {
+                let now = clock.elapsed().as_millis() as u64;
+                engine.handle_timeout(now, &mut actions);
+                execute(&mut engine, now, &mut actions, &to_client, to_agent.as_ref(), &dump);
             }
             _ = sigint.recv(), if ending == Ending::Running => ending = Ending::Signal(libc::SIGINT),
             _ = sigterm.recv(), if ending == Ending::Running => ending = Ending::Signal(libc::SIGTERM),
@@ -241,7 +246,8 @@ where
             };
             tracing::error!("the agent ended the session: {reason}");
             engine.agent_gone(&reason, &mut actions);
-            execute(&mut actions, &to_client, None, &dump);
+            let now = clock.elapsed().as_millis() as u64;
+            execute(&mut engine, now, &mut actions, &to_client, None, &dump);
             agent_exit_code(&status)
         }
         Ending::ClientClosed => 0,
@@ -264,13 +270,19 @@ async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
+/// Carry out the engine's actions in order. Store look-ups are answered right here (they
+/// feed the engine before the next action runs, so a parent load reaches the agent only after
+/// its children were restored).
 fn execute(
+    engine: &mut Engine,
+    now: u64,
     actions: &mut Vec<Action>,
     to_client: &Outbox,
     to_agent: Option<&Outbox>,
     dump: &Option<Dump>,
 ) {
-    for action in actions.drain(..) {
+    let mut queue: VecDeque<Action> = actions.drain(..).collect();
+    while let Some(action) = queue.pop_front() {
         match action {
             Action::ToClient(bytes) => {
                 if let Some(d) = dump {
@@ -296,6 +308,15 @@ fn execute(
                 }
                 if let Some(d) = dump {
                     d.note(note.message);
+                }
+            }
+            Action::Store(_) => {}
+            Action::FetchChildren { .. } => engine.restore(Vec::new()),
+            Action::FetchChild { request, .. } => {
+                let mut more = Vec::new();
+                engine.child_fetched(None, request, now, &mut more);
+                for a in more.into_iter().rev() {
+                    queue.push_front(a);
                 }
             }
         }

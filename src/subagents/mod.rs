@@ -1,0 +1,9 @@
+//! Subagents: the model, the per-agent detectors (presets), and the Zed renderer.
+
+pub mod detect;
+pub mod entries;
+pub mod ids;
+pub mod model;
+pub mod persist;
+pub mod presets;
+pub mod zed;

@@ -1,0 +1,303 @@
+//! One internal model of subagents, whatever the agent sent and whatever the client shows:
+//! parent sessions → spawns → child sessions with a lifecycle, a thread and index ranges.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::entries::EntryCounter;
+
+/// Lifecycle of a child: announced → running → completed / failed / cancelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildState {
+    Announced,
+    Running,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl ChildState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChildState::Announced => "announced",
+            ChildState::Running => "running",
+            ChildState::Completed => "completed",
+            ChildState::Failed => "failed",
+            ChildState::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(s: &str) -> ChildState {
+        match s {
+            "announced" => ChildState::Announced,
+            "completed" => ChildState::Completed,
+            "failed" => ChildState::Failed,
+            "cancelled" => ChildState::Cancelled,
+            _ => ChildState::Running,
+        }
+    }
+
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            ChildState::Completed | ChildState::Failed | ChildState::Cancelled
+        )
+    }
+
+    /// The tool call status a client shows for a child in this state.
+    pub fn card_status(self) -> &'static str {
+        match self {
+            ChildState::Announced => "pending",
+            ChildState::Running => "in_progress",
+            ChildState::Completed => "completed",
+            ChildState::Failed | ChildState::Cancelled => "failed",
+        }
+    }
+}
+
+/// Entry range of one turn of a child, `end` inclusive and absent while the turn runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TurnRange {
+    pub start: u32,
+    pub end: Option<u32>,
+}
+
+/// A child session the proxy serves to the client.
+#[derive(Debug, Clone)]
+pub struct Child {
+    /// Client-facing id, derived from (parent, spawn).
+    pub id: String,
+    /// Client-facing id of the session whose thread holds the spawn card.
+    pub parent: String,
+    /// The agent session the child's events arrive on: the top-level session for legacy
+    /// wires, the child's own agent session for standard ACP (see `agent_child`).
+    pub root: String,
+    /// The top-level session (one the client created or loaded) this child belongs to.
+    pub top: String,
+    pub spawn_id: String,
+    /// The agent's own session id for this child (standard ACP subagents).
+    pub agent_child: Option<String>,
+    /// The agent's name for the spawning tool.
+    pub tool_name: String,
+    /// The task title as the agent gave it (without live progress).
+    pub title: String,
+    pub state: ChildState,
+    /// The child's updates in order, as the exact JSON the proxy replays.
+    pub thread: Vec<String>,
+    pub entries: EntryCounter,
+    pub turns: Vec<TurnRange>,
+    /// The client loaded this child: live updates go to it under `id`.
+    pub loaded: bool,
+    /// The agent can cancel this child on its own (standard `capabilities.cancel`).
+    pub can_cancel: bool,
+    pub cancel_requested: bool,
+    pub prompt_recorded: bool,
+    /// Runs on after its spawn tool call completed (Claude background agents).
+    pub background: bool,
+    /// The spawn card got its final status.
+    pub card_final: bool,
+    /// Live progress: tool calls so far and the latest one's title.
+    pub steps: u32,
+    pub activity: Option<String>,
+    pub progress_shown: bool,
+    /// Message ids of standard `session_message`s already recorded (they arrive twice).
+    pub seen_messages: Vec<String>,
+    /// During a replay of the parent, this child's events are already known: do not record
+    /// them again.
+    pub replay_skip: bool,
+    pub cwd: Option<String>,
+}
+
+impl Child {
+    pub fn new(
+        id: String,
+        parent: String,
+        root: String,
+        top: String,
+        spawn_id: String,
+        tool_name: String,
+    ) -> Child {
+        Child {
+            id,
+            parent,
+            root,
+            top,
+            spawn_id,
+            agent_child: None,
+            tool_name,
+            title: String::new(),
+            state: ChildState::Announced,
+            thread: Vec::new(),
+            entries: EntryCounter::default(),
+            turns: vec![TurnRange {
+                start: 0,
+                end: None,
+            }],
+            loaded: false,
+            can_cancel: false,
+            cancel_requested: false,
+            prompt_recorded: false,
+            background: false,
+            card_final: false,
+            steps: 0,
+            activity: None,
+            progress_shown: false,
+            seen_messages: Vec::new(),
+            replay_skip: false,
+            cwd: None,
+        }
+    }
+
+    /// The turn the card shows now (the last one).
+    pub fn current_turn(&self) -> TurnRange {
+        self.turns.last().copied().unwrap_or(TurnRange {
+            start: 0,
+            end: None,
+        })
+    }
+
+    /// Record one update (already in its final, client-facing form).
+    pub fn record(&mut self, update: &Value) -> String {
+        let kind = update
+            .get("sessionUpdate")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let tool = update.get("toolCallId").and_then(Value::as_str);
+        self.entries.push(kind, tool);
+        let text = update.to_string();
+        self.thread.push(text.clone());
+        text
+    }
+
+    /// Put an update before everything recorded so far (the task prompt, when it became
+    /// known only after the child's first events) and recount entries.
+    pub fn record_first(&mut self, update: &Value) {
+        self.thread.insert(0, update.to_string());
+        self.recount();
+    }
+
+    /// Rebuild the entry counter from the thread.
+    pub fn recount(&mut self) {
+        let mut entries = EntryCounter::default();
+        for text in &self.thread {
+            if let Ok(v) = serde_json::from_str::<Value>(text) {
+                let kind = v.get("sessionUpdate").and_then(Value::as_str).unwrap_or("");
+                entries.push(kind, v.get("toolCallId").and_then(Value::as_str));
+            }
+        }
+        self.entries = entries;
+    }
+
+    /// Close the current turn at the last entry so far.
+    pub fn end_turn(&mut self) {
+        let last = self.entries.count().saturating_sub(1);
+        if let Some(turn) = self.turns.last_mut() {
+            turn.end = Some(last.max(turn.start));
+        }
+    }
+
+    /// Open a new turn after the entries so far (a continued child).
+    pub fn start_turn(&mut self) {
+        let start = self.entries.count();
+        match self.turns.last_mut() {
+            Some(t) if t.end.is_none() => {}
+            _ => self.turns.push(TurnRange { start, end: None }),
+        }
+    }
+}
+
+/// Every child of one connection, with the lookups the router needs.
+#[derive(Debug, Default)]
+pub struct Registry {
+    pub children: HashMap<String, Child>,
+    /// (agent session carrying the spawn, spawn tool call id) → child id.
+    by_spawn: HashMap<(String, String), String>,
+    /// The agent's own child session id → child id (standard ACP).
+    by_agent_child: HashMap<String, String>,
+    /// (agent session, tool call id) of a child's own tool calls → child id.
+    tool_owner: HashMap<(String, String), String>,
+}
+
+impl Registry {
+    pub fn insert(&mut self, child: Child) {
+        self.by_spawn.insert(
+            (child.root.clone(), child.spawn_id.clone()),
+            child.id.clone(),
+        );
+        if let Some(agent_child) = &child.agent_child {
+            self.by_agent_child
+                .insert(agent_child.clone(), child.id.clone());
+        }
+        self.children.insert(child.id.clone(), child);
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Child> {
+        self.children.get(id)
+    }
+
+    pub fn get_mut(&mut self, id: &str) -> Option<&mut Child> {
+        self.children.get_mut(id)
+    }
+
+    pub fn contains(&self, id: &str) -> bool {
+        self.children.contains_key(id)
+    }
+
+    pub fn by_spawn(&self, session: &str, spawn_id: &str) -> Option<&str> {
+        self.by_spawn
+            .get(&(session.to_owned(), spawn_id.to_owned()))
+            .map(String::as_str)
+    }
+
+    pub fn by_agent_child(&self, agent_session: &str) -> Option<&str> {
+        self.by_agent_child.get(agent_session).map(String::as_str)
+    }
+
+    /// Another id under which the agent refers to a child's spawn (standard children are
+    /// also tagged with the parent's tool-use id).
+    pub fn alias_spawn(&mut self, session: &str, tool_call_id: &str, child: &str) {
+        self.by_spawn
+            .entry((session.to_owned(), tool_call_id.to_owned()))
+            .or_insert_with(|| child.to_owned());
+    }
+
+    pub fn tool_owner(&self, session: &str, tool_call_id: &str) -> Option<&str> {
+        self.tool_owner
+            .get(&(session.to_owned(), tool_call_id.to_owned()))
+            .map(String::as_str)
+    }
+
+    pub fn set_tool_owner(&mut self, session: &str, tool_call_id: &str, child: &str) {
+        self.tool_owner.insert(
+            (session.to_owned(), tool_call_id.to_owned()),
+            child.to_owned(),
+        );
+    }
+
+    /// Whether the client-facing id names an agent session (not one of ours).
+    pub fn is_child(&self, id: &str) -> bool {
+        self.children.contains_key(id)
+    }
+
+    /// Whether any child carried on `session` may still produce events without naming its
+    /// parent (a legacy child that has not finished).
+    pub fn has_open_legacy_child(&self, session: &str) -> bool {
+        self.children.values().any(|c| {
+            c.top == session && c.agent_child.is_none() && (!c.state.is_final() || c.background)
+        })
+    }
+
+    /// Known agent-side ids of children (for filtering `session/list`).
+    pub fn agent_child_ids(&self) -> impl Iterator<Item = &str> {
+        self.by_agent_child.keys().map(String::as_str)
+    }
+
+    pub fn len(&self) -> usize {
+        self.children.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.children.is_empty()
+    }
+}

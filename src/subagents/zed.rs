@@ -1,0 +1,182 @@
+//! Zed's subagent convention, in one place so the proxy can follow Zed as it changes.
+//!
+//! A spawn tool call carries `_meta.tool_name` and `_meta.subagent_session_info` (a snake_case
+//! object: `session_id`, `message_start_index`, optional `message_end_index`). Zed reads
+//! `tool_name` from `tool_call` only and `subagent_session_info` from both kinds.
+
+use serde_json::{json, Map, Value};
+
+use super::model::Child;
+
+/// Tool name Zed itself uses for subagent spawns; given to cards the proxy synthesizes.
+pub const SYNTHETIC_TOOL_NAME: &str = "spawn_agent";
+/// Upper bound of a live-progress card title, in characters.
+const MAX_TITLE_CHARS: usize = 120;
+const MAX_ACTIVITY_CHARS: usize = 48;
+
+/// `_meta.subagent_session_info` for the child's current turn.
+pub fn session_info(child: &Child) -> Value {
+    let turn = child.current_turn();
+    let mut info = json!({"session_id": child.id, "message_start_index": turn.start});
+    if let Some(end) = turn.end {
+        info["message_end_index"] = json!(end);
+    }
+    info
+}
+
+/// Merge Zed's keys into an update's `_meta`, keeping every key the agent put there.
+/// `with_tool_name` is for `tool_call` (Zed ignores `tool_name` on updates).
+pub fn inject_meta(update: &mut Value, child: &Child, with_tool_name: bool) {
+    let Some(obj) = update.as_object_mut() else {
+        return;
+    };
+    let meta = obj
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !meta.is_object() {
+        // A non-object `_meta` violates the schema; Zed would drop it anyway.
+        *meta = Value::Object(Map::new());
+    }
+    if let Some(m) = meta.as_object_mut() {
+        if with_tool_name {
+            m.insert("tool_name".into(), json!(child.tool_name));
+        }
+        m.insert("subagent_session_info".into(), session_info(child));
+    }
+}
+
+/// Remove Zed subagent keys from a child's own tool call (never render it as a subagent).
+pub fn strip_meta(update: &mut Value) {
+    if let Some(m) = update.get_mut("_meta").and_then(Value::as_object_mut) {
+        m.remove("subagent_session_info");
+    }
+}
+
+/// The spawn card the proxy creates for a child the agent announced without a tool call.
+pub fn synthesized_card(child: &Child) -> Value {
+    let mut card = json!({
+        "sessionUpdate": "tool_call",
+        "toolCallId": child.spawn_id,
+        "title": child.title,
+        "kind": "other",
+        "status": child.state.card_status(),
+    });
+    inject_meta(&mut card, child, true);
+    card
+}
+
+/// A card update: status (if given), title (if given) and the current index range.
+pub fn card_update(child: &Child, status: Option<&str>, title: Option<&str>) -> Value {
+    let mut upd = json!({"sessionUpdate": "tool_call_update", "toolCallId": child.spawn_id});
+    if let Some(s) = status {
+        upd["status"] = json!(s);
+    }
+    if let Some(t) = title {
+        upd["title"] = json!(t);
+    }
+    inject_meta(&mut upd, child, false);
+    upd
+}
+
+/// The live-progress title: `Task · latest activity · N steps`, bounded.
+pub fn progress_title(child: &Child) -> String {
+    let mut title = child.title.clone();
+    if let Some(activity) = &child.activity {
+        title.push_str(" · ");
+        title.push_str(&truncate(activity, MAX_ACTIVITY_CHARS));
+    }
+    let s = if child.steps == 1 { "" } else { "s" };
+    title.push_str(&format!(" · {} step{s}", child.steps));
+    truncate(&title, MAX_TITLE_CHARS)
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    let one_line = s.lines().next().unwrap_or("");
+    if one_line.chars().count() <= max && one_line.len() == s.len() {
+        return one_line.to_owned();
+    }
+    let mut out: String = one_line.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// A user message entry for the child thread.
+pub fn user_text(text: &str) -> Value {
+    json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": text}})
+}
+
+/// An assistant message entry for the child thread.
+pub fn agent_text(text: &str) -> Value {
+    json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}})
+}
+
+/// `session/update` notification line for a session.
+pub fn notification(session_id: &str, update: &Value) -> bytes::Bytes {
+    let msg = json!({"jsonrpc": "2.0", "method": "session/update",
+        "params": {"sessionId": session_id, "update": update}});
+    let mut line = msg.to_string();
+    line.push('\n');
+    line.into()
+}
+
+/// `session/update` line from an update already serialised (replays from memory or store).
+pub fn notification_raw(session_id: &str, update_json: &str) -> bytes::Bytes {
+    let sid = serde_json::to_string(session_id).unwrap_or_else(|_| "\"\"".into());
+    format!("{{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{{\"sessionId\":{sid},\"update\":{update_json}}}}}\n")
+        .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn child() -> Child {
+        let mut c = Child::new(
+            "acpx-sub-x".into(),
+            "p".into(),
+            "p".into(),
+            "p".into(),
+            "t1".into(),
+            "Agent".into(),
+        );
+        c.title = "Survey text files".into();
+        c
+    }
+
+    #[test]
+    fn meta_is_snake_case_object_and_keeps_agent_keys() {
+        let mut c = child();
+        let mut upd = json!({"sessionUpdate":"tool_call","toolCallId":"t1","_meta":{"claudeCode":{"toolName":"Agent"}}});
+        inject_meta(&mut upd, &c, true);
+        assert_eq!(upd["_meta"]["claudeCode"]["toolName"], "Agent");
+        assert_eq!(upd["_meta"]["tool_name"], "Agent");
+        assert_eq!(
+            upd["_meta"]["subagent_session_info"],
+            json!({"session_id":"acpx-sub-x","message_start_index":0})
+        );
+        c.entries.push("user_message_chunk", None);
+        c.entries.push("tool_call", Some("a"));
+        c.end_turn();
+        let upd = card_update(&c, Some("completed"), None);
+        assert_eq!(
+            upd["_meta"]["subagent_session_info"]["message_end_index"],
+            1
+        );
+        assert!(upd["_meta"].get("tool_name").is_none());
+    }
+
+    #[test]
+    fn progress_title_is_bounded() {
+        let mut c = child();
+        c.steps = 3;
+        c.activity = Some("Find `*.txt`".into());
+        assert_eq!(
+            progress_title(&c),
+            "Survey text files · Find `*.txt` · 3 steps"
+        );
+        c.activity = Some("x".repeat(500));
+        assert!(progress_title(&c).chars().count() <= MAX_TITLE_CHARS);
+        c.activity = Some("line one\nline two".into());
+        assert!(progress_title(&c).contains("line one…"));
+    }
+}
