@@ -9,3 +9,4 @@ pub mod engine;
 pub mod redact;
 pub mod subagents;
 pub mod transport;
+pub mod zed_view;

@@ -1,0 +1,242 @@
+//! Drive the sans-IO engine directly: a Zed model on the client side, captured frames on the
+//! agent side, and a tiny store model fed by the engine's store operations (so a "restart"
+//! is a new engine over the same store).
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+
+use acp_proxy::engine::{Action, Engine, EngineConfig};
+use acp_proxy::subagents::persist::{StoreOp, StoredChild};
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+use super::zed_model::ZedModel;
+
+/// Children as the durable store would hold them.
+#[derive(Debug, Default, Clone)]
+pub struct StoreModel {
+    pub children: BTreeMap<String, StoredChild>,
+}
+
+impl StoreModel {
+    pub fn apply(&mut self, op: &StoreOp) {
+        match op {
+            StoreOp::UpsertChild {
+                child_id,
+                parent_session_id,
+                spawn_tool_call_id,
+                agent,
+                cwd,
+                title,
+                state,
+            } => {
+                let c = self
+                    .children
+                    .entry(child_id.clone())
+                    .or_insert_with(|| StoredChild {
+                        child_id: child_id.clone(),
+                        parent_session_id: parent_session_id.clone(),
+                        spawn_tool_call_id: spawn_tool_call_id.clone(),
+                        agent: agent.clone(),
+                        cwd: cwd.clone(),
+                        title: None,
+                        state: state.clone(),
+                        updates: Vec::new(),
+                        entry_count: 0,
+                        turns: Vec::new(),
+                        updated_at: 0,
+                    });
+                c.title = title.clone();
+                c.state = state.clone();
+            }
+            StoreOp::AppendUpdate { child_id, update } => {
+                if let Some(c) = self.children.get_mut(child_id) {
+                    c.updates.push(update.clone());
+                }
+            }
+            StoreOp::SetState { child_id, state } => {
+                if let Some(c) = self.children.get_mut(child_id) {
+                    c.state = state.clone();
+                }
+            }
+            StoreOp::SetIndices {
+                child_id,
+                entry_count,
+                turns,
+            } => {
+                if let Some(c) = self.children.get_mut(child_id) {
+                    c.entry_count = *entry_count;
+                    c.turns = turns.clone();
+                }
+            }
+        }
+    }
+}
+
+pub struct Harness {
+    pub engine: Engine,
+    pub zed: ZedModel,
+    /// Every message the agent received, parsed.
+    pub to_agent: Vec<Value>,
+    /// Every line the client received, raw.
+    pub to_client: Vec<Bytes>,
+    pub notes: Vec<String>,
+    pub store: StoreModel,
+    pub now: u64,
+    next_id: u64,
+}
+
+impl Harness {
+    pub fn new(cfg: EngineConfig) -> Harness {
+        Harness::with_store(cfg, StoreModel::default())
+    }
+
+    pub fn with_store(cfg: EngineConfig, store: StoreModel) -> Harness {
+        Harness {
+            engine: Engine::new(cfg),
+            zed: ZedModel::default(),
+            to_agent: Vec::new(),
+            to_client: Vec::new(),
+            notes: Vec::new(),
+            store,
+            now: 0,
+            next_id: 1000,
+        }
+    }
+
+    pub fn zed() -> Harness {
+        Harness::new(EngineConfig {
+            display: acp_proxy::config::Display::Zed,
+            ..EngineConfig::default()
+        })
+    }
+
+    /// The client (Zed) sends a message.
+    pub fn client(&mut self, msg: Value) {
+        self.zed.client_sent(&msg);
+        let mut out = Vec::new();
+        self.engine.from_client(line(&msg), self.now, &mut out);
+        self.run(out);
+    }
+
+    /// The client sends a request with a fresh id; returns the id.
+    pub fn request(&mut self, method: &str, params: Value) -> u64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.client(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// The agent sends a message.
+    pub fn agent(&mut self, msg: Value) {
+        let mut out = Vec::new();
+        self.engine.from_agent(line(&msg), self.now, &mut out);
+        self.run(out);
+    }
+
+    /// The agent sends a `session/update`.
+    pub fn update(&mut self, session: &str, update: Value) {
+        self.agent(json!({"jsonrpc": "2.0", "method": "session/update",
+            "params": {"sessionId": session, "update": update}}));
+    }
+
+    pub fn advance(&mut self, ms: u64) {
+        self.now += ms;
+        if self.engine.poll_timeout().is_some_and(|t| t <= self.now) {
+            let mut out = Vec::new();
+            self.engine.handle_timeout(self.now, &mut out);
+            self.run(out);
+        }
+    }
+
+    fn run(&mut self, actions: Vec<Action>) {
+        let mut queue: std::collections::VecDeque<Action> = actions.into();
+        while let Some(action) = queue.pop_front() {
+            match action {
+                Action::ToClient(bytes) => {
+                    for l in bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+                        let v: Value =
+                            serde_json::from_slice(l).expect("proxy sent valid JSON to the client");
+                        self.zed.received(&v);
+                    }
+                    self.to_client.push(bytes);
+                }
+                Action::ToAgent(bytes) => {
+                    let v: Value =
+                        serde_json::from_slice(&bytes).expect("proxy sent valid JSON to the agent");
+                    self.to_agent.push(v);
+                }
+                Action::Note(n) => self.notes.push(n.message),
+                Action::Store(op) => self.store.apply(&op),
+                Action::FetchChildren { parent_session_id } => {
+                    let kids: Vec<StoredChild> = self
+                        .store
+                        .children
+                        .values()
+                        .filter(|c| c.parent_session_id == parent_session_id)
+                        .cloned()
+                        .collect();
+                    self.engine.restore(kids);
+                }
+                Action::FetchChild { child_id, request } => {
+                    let found = self.store.children.get(&child_id).cloned();
+                    let mut out = Vec::new();
+                    self.engine
+                        .child_fetched(found, request, self.now, &mut out);
+                    for a in out.into_iter().rev() {
+                        queue.push_front(a);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Zed opens a child thread (as it does for a card after reopening the parent).
+    pub fn load_child(&mut self, child: &str) -> u64 {
+        self.request(
+            "session/load",
+            json!({"sessionId": child, "cwd": "/home/user/project", "mcpServers": []}),
+        )
+    }
+
+    /// The last message the client got that answers request `id`.
+    pub fn response(&self, id: u64) -> Option<Value> {
+        self.to_client.iter().rev().find_map(|b| {
+            let v: Value = serde_json::from_slice(b).ok()?;
+            (v.get("id") == Some(&json!(id)) && v.get("method").is_none()).then_some(v)
+        })
+    }
+}
+
+pub fn line(msg: &Value) -> Bytes {
+    let mut s = msg.to_string();
+    s.push('\n');
+    s.into()
+}
+
+/// Messages of a capture in `shared/fixtures/` as (direction, message).
+pub fn fixture(name: &str) -> Vec<(String, Value)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures");
+    let text =
+        std::fs::read_to_string(dir.join(name)).expect("fixture readable (../shared/fixtures)");
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let rec: Value = serde_json::from_str(l).expect("fixture line is JSON");
+            (
+                rec["dir"].as_str().unwrap_or("").to_owned(),
+                rec["msg"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// Play a capture through the harness: `out` as the client, `in` as the agent.
+pub fn play(h: &mut Harness, records: &[(String, Value)]) {
+    for (dir, msg) in records {
+        match dir.as_str() {
+            "out" => h.client(msg.clone()),
+            _ => h.agent(msg.clone()),
+        }
+    }
+}
