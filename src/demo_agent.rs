@@ -13,6 +13,8 @@
 //! | `{"raw_bytes": [N, ...]}` | write these bytes exactly (no newline added) |
 //! | `{"send_file": PATH}` | copy a file's bytes to stdout exactly |
 //! | `{"record": PATH}` | append every line received from now on to PATH, until stdin closes |
+//! | `{"record": {"path": PATH, "lines": N}}` | append the next N lines received to PATH, then go on |
+//! | `{"pid_file": PATH}` | write this process's pid to PATH |
 //! | `{"stderr": "TEXT"}` | write a line to stderr |
 //! | `{"sleep_ms": N}` | pause |
 //! | `{"flood": {"frames": N, "size": BYTES}}` | write N notifications of about BYTES each |
@@ -168,16 +170,33 @@ fn run_script(steps: &[Value]) -> Result<()> {
                 out.flush()?;
             }
             "record" => {
-                let path = arg.as_str().context("record takes a path")?;
+                let (path, limit) = match arg {
+                    Value::String(path) => (path.as_str(), None),
+                    _ => (
+                        arg.get("path")
+                            .and_then(Value::as_str)
+                            .context("record takes a path or {\"path\": PATH, \"lines\": N}")?,
+                        arg.get("lines").and_then(Value::as_u64),
+                    ),
+                };
                 let mut f = std::fs::OpenOptions::new()
                     .create(true)
                     .append(true)
                     .open(path)
                     .with_context(|| format!("open {path}"))?;
-                while let Some(line) = input.next_line() {
-                    f.write_all(&line)?;
+                let mut seen = 0u64;
+                while limit.is_none_or(|n| seen < n) {
+                    let Some(line) = input.next_line() else { break };
+                    f.write_all(&line)
+                        .with_context(|| format!("write {path}"))?;
+                    seen += 1;
                 }
                 f.flush()?;
+            }
+            "pid_file" => {
+                let path = arg.as_str().context("pid_file takes a path")?;
+                std::fs::write(path, format!("{}\n", std::process::id()))
+                    .with_context(|| format!("write {path}"))?;
             }
             "stderr" => {
                 let text = arg.as_str().context("stderr takes a string")?;
