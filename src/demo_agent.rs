@@ -20,6 +20,7 @@
 //! | `{"flood": {"frames": N, "size": BYTES}}` | write N notifications of about BYTES each |
 //! | `{"ignore_sigterm": true}` | ignore SIGTERM from now on |
 //! | `{"spawn": ["CMD", ...]}` | start a process that inherits stdio (a left-behind grandchild) |
+//! | `{"close_stdout": true}` | close stdout (the proxy sees EOF while the agent still runs) |
 //! | `{"wait_eof": true}` | read until the client closes stdin |
 //! | `{"hang": true}` | stop doing anything (reads nothing, writes nothing) |
 //! | `{"exit": CODE}` | exit with CODE |
@@ -232,6 +233,13 @@ fn run_script(steps: &[Value]) -> Result<()> {
                     .args(args)
                     .spawn()
                     .with_context(|| format!("spawn {cmd}"))?;
+            }
+            "close_stdout" => {
+                out.flush()?;
+                // SAFETY: closing our own stdout; later writes fail with EBADF, which is the point.
+                unsafe {
+                    libc::close(libc::STDOUT_FILENO);
+                }
             }
             "wait_eof" => while input.next_line().is_some() {},
             "hang" => loop {

@@ -258,3 +258,30 @@ fn agent_that_never_answers_initialize_is_stopped_when_the_client_leaves() {
     assert_eq!(proxy.exit_code(), 0, "stderr:\n{}", proxy.stderr());
     assert_gone(agent_pid, "agent that never answered");
 }
+
+#[test]
+fn agent_that_closes_stdout_first_gets_its_stdin_closed_before_any_signal() {
+    let s = Scratch::new();
+    let agent = s.agent(&[
+        json!({"pid_file": s.p("agent.pid")}),
+        json!({"expect": "initialize"}),
+        json!({"reply": {"protocolVersion": 1}}),
+        json!({"close_stdout": true}),
+        json!({"wait_eof": true}),
+        json!({"stderr": "agent: my stdin was closed"}),
+        json!({"exit": 5}),
+    ]);
+    let mut proxy = Proxy::start(s.dir.path(), &[], &agent);
+    initialize(&mut proxy);
+    let agent_pid = read_pid(&s.path("agent.pid"));
+    let _guard = KillOnPanic(vec![agent_pid]);
+    // The client keeps its side open: the agent ending its output ends the session, and the
+    // agent exits on its own (status 5) instead of being killed by SIGTERM (status 143).
+    assert_eq!(proxy.rest(), b"");
+    assert_eq!(proxy.exit_code(), 5, "stderr:\n{}", proxy.stderr());
+    assert!(proxy
+        .stderr()
+        .lines()
+        .any(|l| l == "agent: my stdin was closed"));
+    assert_gone(agent_pid, "agent");
+}
