@@ -285,3 +285,37 @@ fn agent_that_closes_stdout_first_gets_its_stdin_closed_before_any_signal() {
         .any(|l| l == "agent: my stdin was closed"));
     assert_gone(agent_pid, "agent");
 }
+
+#[test]
+fn agent_crash_with_a_grandchild_holding_stdout_still_answers_and_cleans_up() {
+    let s = Scratch::new();
+    let config = s.write("proxy.toml", FAST_SHUTDOWN);
+    let agent = s.agent(&[
+        json!({"pid_file": s.p("agent.pid")}),
+        grandchild(&s.p("grandchild.pid")),
+        json!({"expect": "initialize"}),
+        json!({"reply": {"protocolVersion": 1}}),
+        json!({"expect": "session/new"}),
+        json!({"stderr": "fatal: out of cheese"}),
+        json!({"exit": 7}),
+    ]);
+    let mut proxy = Proxy::start(s.dir.path(), &["--config", &config], &agent);
+    initialize(&mut proxy);
+    let pids = [
+        read_pid(&s.path("agent.pid")),
+        read_pid(&s.path("grandchild.pid")),
+    ];
+    let _guard = KillOnPanic(pids.to_vec());
+    proxy.send(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"session/new\",\"params\":{}}\n");
+    let msg = proxy.next_json();
+    let text = error_of(&msg, &json!(2))["message"]
+        .as_str()
+        .expect("message");
+    assert!(
+        text.contains("exit status 7") && text.contains("fatal: out of cheese"),
+        "{text}"
+    );
+    assert_eq!(proxy.exit_code(), 7, "stderr:\n{}", proxy.stderr());
+    assert_gone(pids[0], "agent");
+    assert_gone(pids[1], "grandchild holding the agent's stdout");
+}
