@@ -13,11 +13,14 @@
 //! | `{"raw_bytes": [N, ...]}` | write these bytes exactly (no newline added) |
 //! | `{"send_file": PATH}` | copy a file's bytes to stdout exactly |
 //! | `{"record": PATH}` | append every line received from now on to PATH, until stdin closes |
+//! | `{"record": {"path": PATH, "lines": N}}` | append the next N lines received to PATH, then go on |
+//! | `{"pid_file": PATH}` | write this process's pid to PATH |
 //! | `{"stderr": "TEXT"}` | write a line to stderr |
 //! | `{"sleep_ms": N}` | pause |
 //! | `{"flood": {"frames": N, "size": BYTES}}` | write N notifications of about BYTES each |
 //! | `{"ignore_sigterm": true}` | ignore SIGTERM from now on |
 //! | `{"spawn": ["CMD", ...]}` | start a process that inherits stdio (a left-behind grandchild) |
+//! | `{"close_stdout": true}` | close stdout (the proxy sees EOF while the agent still runs) |
 //! | `{"wait_eof": true}` | read until the client closes stdin |
 //! | `{"hang": true}` | stop doing anything (reads nothing, writes nothing) |
 //! | `{"exit": CODE}` | exit with CODE |
@@ -168,16 +171,33 @@ fn run_script(steps: &[Value]) -> Result<()> {
                 out.flush()?;
             }
             "record" => {
-                let path = arg.as_str().context("record takes a path")?;
+                let (path, limit) = match arg {
+                    Value::String(path) => (path.as_str(), None),
+                    _ => (
+                        arg.get("path")
+                            .and_then(Value::as_str)
+                            .context("record takes a path or {\"path\": PATH, \"lines\": N}")?,
+                        arg.get("lines").and_then(Value::as_u64),
+                    ),
+                };
                 let mut f = std::fs::OpenOptions::new()
                     .create(true)
                     .append(true)
                     .open(path)
                     .with_context(|| format!("open {path}"))?;
-                while let Some(line) = input.next_line() {
-                    f.write_all(&line)?;
+                let mut seen = 0u64;
+                while limit.is_none_or(|n| seen < n) {
+                    let Some(line) = input.next_line() else { break };
+                    f.write_all(&line)
+                        .with_context(|| format!("write {path}"))?;
+                    seen += 1;
                 }
                 f.flush()?;
+            }
+            "pid_file" => {
+                let path = arg.as_str().context("pid_file takes a path")?;
+                std::fs::write(path, format!("{}\n", std::process::id()))
+                    .with_context(|| format!("write {path}"))?;
             }
             "stderr" => {
                 let text = arg.as_str().context("stderr takes a string")?;
@@ -213,6 +233,13 @@ fn run_script(steps: &[Value]) -> Result<()> {
                     .args(args)
                     .spawn()
                     .with_context(|| format!("spawn {cmd}"))?;
+            }
+            "close_stdout" => {
+                out.flush()?;
+                // SAFETY: closing our own stdout; later writes fail with EBADF, which is the point.
+                unsafe {
+                    libc::close(libc::STDOUT_FILENO);
+                }
             }
             "wait_eof" => while input.next_line().is_some() {},
             "hang" => loop {

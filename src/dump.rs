@@ -151,26 +151,21 @@ fn writer(
     path: PathBuf,
 ) {
     let mut reported_lost = 0u64;
+    let fail = |e: std::io::Error| {
+        tracing::error!(
+            "{}",
+            DumpError::Write {
+                path: path.clone(),
+                source: e
+            }
+        );
+    };
     while let Some(rec) = rx.blocking_recv() {
         let mut batch = vec![rec];
         while let Ok(more) = rx.try_recv() {
             batch.push(more);
         }
-        let now_lost = lost.load(Ordering::Relaxed);
-        let mut result = Ok(());
-        if now_lost > reported_lost {
-            let n = now_lost - reported_lost;
-            reported_lost = now_lost;
-            tracing::warn!(
-                lost = n,
-                "traffic dump fell behind: {n} frame(s) not recorded"
-            );
-            result = write_line(
-                &mut out,
-                &serde_json::json!({"ts": unix_now(), "dir": Direction::ProxyNote,
-                    "lost_frames": n, "note": format!("dump fell behind: {n} frame(s) not recorded")}),
-            );
-        }
+        let mut result = report_loss(&mut out, &lost, &mut reported_lost);
         for rec in batch {
             if result.is_err() {
                 break;
@@ -178,16 +173,32 @@ fn writer(
             result = write_line(&mut out, &render(&rec, redact));
         }
         if let Err(e) = result.and_then(|_| out.flush()) {
-            tracing::error!(
-                "{}",
-                DumpError::Write {
-                    path: path.clone(),
-                    source: e
-                }
-            );
-            return;
+            return fail(e);
         }
     }
+    // Frames lost after the last record was written still have to be accounted for.
+    if let Err(e) = report_loss(&mut out, &lost, &mut reported_lost).and_then(|_| out.flush()) {
+        fail(e);
+    }
+}
+
+/// Write a note for frames lost since the last report (and say so on stderr).
+fn report_loss(out: &mut impl Write, lost: &AtomicU64, reported: &mut u64) -> std::io::Result<()> {
+    let now_lost = lost.load(Ordering::Relaxed);
+    if now_lost <= *reported {
+        return Ok(());
+    }
+    let n = now_lost - *reported;
+    *reported = now_lost;
+    tracing::warn!(
+        lost = n,
+        "traffic dump fell behind: {n} frame(s) not recorded"
+    );
+    write_line(
+        out,
+        &serde_json::json!({"ts": unix_now(), "dir": Direction::ProxyNote,
+            "lost_frames": n, "note": format!("dump fell behind: {n} frame(s) not recorded")}),
+    )
 }
 
 fn write_line(out: &mut impl Write, value: &serde_json::Value) -> std::io::Result<()> {
@@ -203,33 +214,27 @@ fn render(rec: &Record, redact: bool) -> serde_json::Value {
         Record::Frame { ts, dir, bytes } => {
             let body = crate::transport::framing::line_body(bytes);
             let mut rec = serde_json::json!({"ts": ts, "dir": dir});
-            match std::str::from_utf8(body) {
-                Ok(text) => match serde_json::from_str::<serde_json::Value>(text) {
-                    Ok(mut v) if *dir != Direction::AgentStderr => {
-                        if redact {
-                            crate::redact::redact(&mut v);
-                            rec["frame"] = serde_json::Value::String(
-                                serde_json::to_string(&v).unwrap_or_default(),
-                            );
-                        } else {
-                            rec["frame"] = serde_json::Value::String(text.to_owned());
+            let is_frame = *dir != Direction::AgentStderr;
+            let Ok(text) = std::str::from_utf8(body) else {
+                rec["frame"] = String::from_utf8_lossy(body).into_owned().into();
+                rec["invalid_utf8"] = true.into();
+                if is_frame {
+                    rec["invalid_json"] = true.into();
+                }
+                return rec;
+            };
+            // Only a frame that held a secret is re-serialised; every other frame keeps its
+            // exact text (numbers, escapes and key order as they were on the wire).
+            rec["frame"] = text.into();
+            if is_frame {
+                match serde_json::from_str::<serde_json::Value>(text) {
+                    Ok(mut v) => {
+                        if redact && crate::redact::redact(&mut v) {
+                            rec["frame"] = v.to_string().into();
+                            rec["redacted"] = true.into();
                         }
                     }
-                    Ok(_) => rec["frame"] = serde_json::Value::String(text.to_owned()),
-                    Err(_) => {
-                        rec["frame"] = serde_json::Value::String(text.to_owned());
-                        if *dir != Direction::AgentStderr {
-                            rec["invalid_json"] = serde_json::Value::Bool(true);
-                        }
-                    }
-                },
-                Err(_) => {
-                    rec["frame"] =
-                        serde_json::Value::String(String::from_utf8_lossy(body).into_owned());
-                    rec["invalid_utf8"] = serde_json::Value::Bool(true);
-                    if *dir != Direction::AgentStderr {
-                        rec["invalid_json"] = serde_json::Value::Bool(true);
-                    }
+                    Err(_) => rec["invalid_json"] = true.into(),
                 }
             }
             rec
@@ -286,4 +291,62 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
     let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
     (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(dir: Direction, text: &[u8], redact: bool) -> serde_json::Value {
+        render(
+            &Record::Frame {
+                ts: 1.0,
+                dir,
+                bytes: Bytes::copy_from_slice(text),
+            },
+            redact,
+        )
+    }
+
+    #[test]
+    fn frames_without_secrets_keep_their_exact_text() {
+        let raw =
+            r#"{"id":18446744073709551616,"method":"_x/y","params":{"n":1.0e3,"s":"\u00e9\/"}}"#;
+        let rec = frame(
+            Direction::ClientToProxy,
+            format!("{raw}\r\n").as_bytes(),
+            true,
+        );
+        assert_eq!(rec["frame"], raw);
+        assert!(rec.get("redacted").is_none() && rec.get("invalid_json").is_none());
+    }
+
+    #[test]
+    fn frames_with_secrets_are_redacted_and_marked() {
+        let raw = r#"{"id":1,"method":"authenticate","params":{"methodId":"m","apiKey":"sk-9"}}"#;
+        let rec = frame(Direction::ProxyToAgent, raw.as_bytes(), true);
+        let text = rec["frame"].as_str().expect("frame is a string");
+        assert!(!text.contains("sk-9") && text.contains("\"m\""), "{text}");
+        assert_eq!(rec["redacted"], true);
+        assert_eq!(
+            frame(Direction::ProxyToAgent, raw.as_bytes(), false)["frame"],
+            raw
+        );
+    }
+
+    #[test]
+    fn invalid_frames_are_flagged_but_stderr_is_not() {
+        assert_eq!(
+            frame(Direction::AgentToProxy, b"{oops\n", true)["invalid_json"],
+            true
+        );
+        let bad = frame(Direction::AgentToProxy, b"\xff\n", true);
+        assert_eq!(
+            (&bad["invalid_json"], &bad["invalid_utf8"]),
+            (&true.into(), &true.into())
+        );
+        assert!(frame(Direction::AgentStderr, b"log line\n", true)
+            .get("invalid_json")
+            .is_none());
+    }
 }

@@ -10,48 +10,54 @@ use serde_json::Value;
 
 pub const REDACTED: &str = "[redacted]";
 
-/// Redact a whole JSON-RPC message in place.
-pub fn redact(msg: &mut Value) {
+/// Redact a whole JSON-RPC message in place. Returns whether any value was replaced, so a
+/// caller can keep the original text of a message that holds nothing secret.
+pub fn redact(msg: &mut Value) -> bool {
+    let mut changed = false;
     let is_authenticate = msg.get("method").and_then(Value::as_str) == Some("authenticate");
     if is_authenticate {
         if let Some(params) = msg.get_mut("params") {
-            redact_all_strings(params, &["methodId"]);
+            redact_all_strings(params, &["methodId"], &mut changed);
         }
     }
-    walk(msg);
+    walk(msg, &mut changed);
+    changed
 }
 
-fn walk(v: &mut Value) {
+fn walk(v: &mut Value, changed: &mut bool) {
     match v {
         Value::Object(map) => {
             for (key, val) in map.iter_mut() {
                 if key == "env" || key == "headers" {
-                    redact_all_strings(val, &["name"]);
+                    redact_all_strings(val, &["name"], changed);
                 } else if is_secret_key(key) {
-                    redact_all_strings(val, &[]);
+                    redact_all_strings(val, &[], changed);
                 } else {
-                    walk(val);
+                    walk(val, changed);
                 }
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(walk),
+        Value::Array(items) => items.iter_mut().for_each(|i| walk(i, changed)),
         _ => {}
     }
 }
 
-fn redact_all_strings(v: &mut Value, keep_keys: &[&str]) {
+fn redact_all_strings(v: &mut Value, keep_keys: &[&str], changed: &mut bool) {
     match v {
-        Value::String(s) => *s = REDACTED.to_owned(),
+        Value::String(s) => {
+            *s = REDACTED.to_owned();
+            *changed = true;
+        }
         Value::Object(map) => {
             for (key, val) in map.iter_mut() {
                 if !keep_keys.contains(&key.as_str()) {
-                    redact_all_strings(val, keep_keys);
+                    redact_all_strings(val, keep_keys, changed);
                 }
             }
         }
         Value::Array(items) => items
             .iter_mut()
-            .for_each(|i| redact_all_strings(i, keep_keys)),
+            .for_each(|i| redact_all_strings(i, keep_keys, changed)),
         _ => {}
     }
 }
@@ -90,7 +96,7 @@ mod tests {
                 "env":[{"name":"GITHUB_TOKEN","value":"ghp_abc"}]},
                 {"type":"http","name":"h","url":"u","headers":[{"name":"Authorization","value":"Bearer s3"}]}],
             "_meta":{"apiKey":"sk-1","inputTokens":12,"refresh_token":"r"}}});
-        redact(&mut v);
+        assert!(redact(&mut v));
         let s = v.to_string();
         for secret in ["ghp_abc", "Bearer s3", "sk-1", "\"r\""] {
             assert!(!s.contains(secret), "{secret} leaked: {s}");
@@ -101,8 +107,18 @@ mod tests {
 
         let mut auth = json!({"jsonrpc":"2.0","id":1,"method":"authenticate",
             "params":{"methodId":"api-key","_meta":{"value":"hunter2"}}});
-        redact(&mut auth);
+        assert!(redact(&mut auth));
         assert_eq!(auth["params"]["methodId"], "api-key");
         assert_eq!(auth["params"]["_meta"]["value"], REDACTED);
+    }
+
+    #[test]
+    fn reports_when_nothing_was_redacted() {
+        let mut v = json!({"jsonrpc":"2.0","id":3,"method":"session/prompt",
+            "params":{"sessionId":"s","prompt":[{"type":"text","text":"hi"}],
+                "_meta":{"inputTokens":5,"env":{}}}});
+        let before = v.clone();
+        assert!(!redact(&mut v));
+        assert_eq!(v, before);
     }
 }

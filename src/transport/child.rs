@@ -72,9 +72,53 @@ pub fn signal_group(pgid: i32, signal: i32) -> bool {
     unsafe { libc::killpg(pgid, signal) == 0 }
 }
 
-/// Whether any process of the group is still alive (zombies of our own child count until reaped).
+/// Whether any process of the group is still alive.
+///
+/// `killpg(pgid, 0)` also succeeds while the group holds only zombies: a grandchild that died
+/// after its parent is reparented to PID 1, and in a container whose PID 1 does not reap
+/// (a plain `docker run` without `--init`) that zombie stays forever. So where `/proc` is
+/// available, a group whose members are all zombies counts as gone.
 pub fn group_alive(pgid: i32) -> bool {
-    signal_group(pgid, 0)
+    if !signal_group(pgid, 0) {
+        return false;
+    }
+    match live_members(pgid) {
+        Some(n) => n > 0,
+        None => true,
+    }
+}
+
+/// Number of processes of the group that are not zombies, or None if `/proc` cannot tell.
+fn live_members(pgid: i32) -> Option<usize> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    let mut live = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if !name.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        // A process may exit between listing and reading: skip what cannot be read.
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        if let Some((state, group)) = parse_stat(&stat) {
+            if group == pgid && state != 'Z' && state != 'X' {
+                live += 1;
+            }
+        }
+    }
+    Some(live)
+}
+
+/// State and process group from a `/proc/PID/stat` line: `pid (comm) state ppid pgrp ...`.
+/// `comm` may hold spaces and parentheses, so fields are counted after the last `)`.
+fn parse_stat(stat: &str) -> Option<(char, i32)> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_ascii_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let _ppid = fields.next()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((state, pgrp))
 }
 
 /// Wait for the child to exit; after `term_after` send SIGTERM to its group, after a further
@@ -143,5 +187,20 @@ fn signal_name(sig: i32) -> &'static str {
         libc::SIGPIPE => "SIGPIPE",
         libc::SIGTERM => "SIGTERM",
         _ => "signal",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_proc_stat_lines() {
+        assert_eq!(
+            parse_stat("4242 (sleep) S 1 4240 4240 0 -1 4194560"),
+            Some(('S', 4240))
+        );
+        assert_eq!(parse_stat("77 (a) b (c)) Z 1 70 70 0"), Some(('Z', 70)));
+        assert_eq!(parse_stat("garbage"), None);
     }
 }

@@ -209,7 +209,9 @@ where
         }
     }
 
-    // The agent's stdout is closed. Make sure the process is gone and collect its status.
+    // The agent's stdout is closed. Close its stdin too (an agent that closed stdout first may
+    // be waiting for that to exit), make sure the process is gone and collect its status.
+    drop(to_agent.take());
     let status = match exit_status {
         Some(s) => {
             child::reap_group(pgid, Duration::from_millis(opts.shutdown.term_grace_ms)).await;
@@ -231,7 +233,6 @@ where
             .await?
         }
     };
-    drop(to_agent);
     let _ = agent_writer.await;
     drain_stderr(&mut agent_err, &mut stderr_tail, &dump, stderr_eof).await;
 
