@@ -10,7 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use common::{Proxy, Scratch};
 use serde_json::{json, Value};
 
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientInfo":{"name":"zed","version":"0.200.0"},"clientCapabilities":{"fs":{"readTextFile":true}}}}"#;
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientInfo":{"name":"test-editor","version":"0.200.0"},"clientCapabilities":{"fs":{"readTextFile":true}}}}"#;
 /// The answer keeps odd but valid JSON spellings that re-serialising would change.
 const INIT_ANSWER: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"n":1.0e3,"big":123456789012345678901234567890,"s":"\u00e9\/"}}"#;
 const AUTHENTICATE: &str = r#"{"jsonrpc":"2.0","id":2,"method":"authenticate","params":{"methodId":"device-code","_meta":{"deviceCode":"AUTHCODE-123"}}}"#;
@@ -192,7 +192,11 @@ fn a_dump_that_falls_behind_records_the_loss_and_never_stalls_the_relay() {
             text
         }
     });
-    let config = s.write("proxy.toml", "[dump]\nqueue_frames = 1\n");
+    // A pure relay: the count below is of frames only (no engine notes).
+    let config = s.write(
+        "proxy.toml",
+        "display = \"off\"\n[dump]\nqueue_frames = 1\n",
+    );
     let agent = s.agent(&[
         json!({"expect": "initialize"}),
         json!({"flood": {"frames": FRAMES, "size": 1024}}),
