@@ -49,6 +49,8 @@ pub struct Config {
     pub log_level: String,
     pub dump: DumpConfig,
     pub shutdown: ShutdownConfig,
+    /// Durable child transcripts (`[store]`).
+    pub store: crate::store::StoreConfig,
 }
 
 impl Default for Config {
@@ -59,6 +61,7 @@ impl Default for Config {
             log_level: "info".to_owned(),
             dump: DumpConfig::default(),
             shutdown: ShutdownConfig::default(),
+            store: crate::store::StoreConfig::default(),
         }
     }
 }

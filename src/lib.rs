@@ -7,4 +7,5 @@ pub mod demo_agent;
 pub mod dump;
 pub mod engine;
 pub mod redact;
+pub mod store;
 pub mod transport;
