@@ -54,6 +54,8 @@ pub struct Config {
     pub shutdown: ShutdownConfig,
     pub zed: ZedConfig,
     pub subagents: SubagentsConfig,
+    /// Durable child transcripts (`[store]`).
+    pub store: crate::store::StoreConfig,
 }
 
 impl Default for Config {
@@ -66,6 +68,7 @@ impl Default for Config {
             shutdown: ShutdownConfig::default(),
             zed: ZedConfig::default(),
             subagents: SubagentsConfig::default(),
+            store: crate::store::StoreConfig::default(),
         }
     }
 }

@@ -7,6 +7,7 @@ pub mod demo_agent;
 pub mod dump;
 pub mod engine;
 pub mod redact;
+pub mod store;
 pub mod subagents;
 pub mod transport;
 pub mod zed_view;

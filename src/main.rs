@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -9,6 +10,7 @@ use clap::{Parser, Subcommand};
 use acp_proxy::config::Config;
 use acp_proxy::dump::Dump;
 use acp_proxy::engine::Engine;
+use acp_proxy::store::{self, Store, StoreConfig, StoreLocation, StoreOp};
 use acp_proxy::transport::relay::{self, RelayOptions};
 
 /// An ACP proxy between your editor and any ACP agent: it shows the agent's subagents as real
@@ -39,6 +41,10 @@ struct Cli {
     #[arg(long, value_name = "LEVEL", global = true)]
     log_level: Option<String>,
 
+    /// Child-transcript store: an SQLite file, or `memory` (overrides `[store] path`).
+    #[arg(long, value_name = "PATH", global = true)]
+    store: Option<StoreLocation>,
+
     /// The agent to run, after `--`: e.g. `-- npx @agentclientprotocol/claude-agent-acp`.
     #[arg(last = true, value_name = "AGENT COMMAND")]
     agent: Vec<String>,
@@ -60,6 +66,46 @@ enum Command {
         /// JSONL script of steps to play instead of the built-in behaviour.
         #[arg(long, value_name = "FILE")]
         script: Option<PathBuf>,
+    },
+    /// Inspect or prune the child-transcript store (`--store PATH` or `[store] path`).
+    Store {
+        #[command(subcommand)]
+        command: StoreCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum StoreCommand {
+    /// Print where the store is, its size on disk, and what it holds.
+    Stats,
+    /// Remove child transcripts not updated within --max-age, then the least recently
+    /// updated ones until the store is at most --max-bytes, and shrink the file.
+    Prune {
+        /// Age limit: seconds, or a number followed by s, m, h or d (default: `[store]
+        /// max_age`). 0 = no age limit.
+        #[arg(long, value_name = "AGE", value_parser = store::parse_duration)]
+        max_age: Option<Duration>,
+        /// Size limit: bytes, or a number followed by B, KiB, MiB or GiB (default: `[store]
+        /// max_bytes`). 0 = no size limit.
+        #[arg(long, value_name = "SIZE", value_parser = store::parse_bytes)]
+        max_bytes: Option<u64>,
+    },
+    /// Append COUNT updates to one child in batches, printing `committed N` after each
+    /// committed batch (used by the store's crash and concurrency tests).
+    #[command(hide = true)]
+    BenchWriter {
+        #[arg(long, value_name = "PATH")]
+        path: PathBuf,
+        #[arg(long, value_name = "CHILD")]
+        child: String,
+        #[arg(long, value_name = "N")]
+        count: u64,
+        /// Updates per committed batch.
+        #[arg(long, value_name = "N", default_value_t = 7)]
+        batch: u64,
+        /// Stop after this long even if COUNT is not reached.
+        #[arg(long, value_name = "MS")]
+        duration_ms: Option<u64>,
     },
 }
 
@@ -89,6 +135,17 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             acp_proxy::demo_agent::run(script.as_deref())?;
             Ok(0)
         }
+        Some(Command::Store { command }) => {
+            let mut cfg = Config::load(cli.config.as_deref())?;
+            if let Some(level) = cli.log_level {
+                cfg.log_level = level;
+            }
+            init_tracing(&cfg.log_level)?;
+            if let Some(location) = cli.store {
+                cfg.store.location = Some(location);
+            }
+            store_command(cfg.store, command)
+        }
         None => {
             let mut cfg = Config::load(cli.config.as_deref())?;
             if let Some(level) = cli.log_level {
@@ -97,6 +154,9 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             init_tracing(&cfg.log_level)?;
             if let Some(path) = cli.dump {
                 cfg.dump.path = Some(path);
+            }
+            if let Some(location) = cli.store {
+                cfg.store.location = Some(location);
             }
             let agent = if cli.agent.is_empty() {
                 let me = std::env::current_exe().context("cannot locate the acp-proxy binary")?;
@@ -108,6 +168,96 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             run_proxy(cfg, agent)
         }
     }
+}
+
+fn store_command(mut cfg: StoreConfig, command: StoreCommand) -> anyhow::Result<i32> {
+    // The subcommands report exactly what they see and do: no pruning behind their back.
+    cfg.background_prune = false;
+    let open_existing = |cfg: &StoreConfig| -> anyhow::Result<Option<Store>> {
+        let location = match &cfg.location {
+            Some(l) => l.clone(),
+            None => StoreLocation::Path(store::default_path()?),
+        };
+        if let StoreLocation::Path(path) = &location {
+            if !path.exists() {
+                println!("store: {} (does not exist yet)", path.display());
+                return Ok(None);
+            }
+        }
+        Ok(Some(Store::open(&StoreConfig {
+            location: Some(location),
+            ..cfg.clone()
+        })?))
+    };
+    match command {
+        StoreCommand::Stats => {
+            if let Some(store) = open_existing(&cfg)? {
+                print!("{}", store::render_stats(&store.stats()?));
+            }
+            Ok(0)
+        }
+        StoreCommand::Prune { max_age, max_bytes } => {
+            let max_age = max_age.unwrap_or(cfg.max_age);
+            let max_bytes = max_bytes.unwrap_or(cfg.max_bytes);
+            if let Some(store) = open_existing(&cfg)? {
+                let report = store.prune(max_age, max_bytes)?;
+                print!("{}", store::render_prune(store.location(), &report));
+            }
+            Ok(0)
+        }
+        StoreCommand::BenchWriter {
+            path,
+            child,
+            count,
+            batch,
+            duration_ms,
+        } => {
+            cfg.location = Some(StoreLocation::Path(path));
+            let store = Store::open(&cfg)?;
+            bench_writer(&store, &child, count, batch.max(1), duration_ms)?;
+            Ok(0)
+        }
+    }
+}
+
+/// Write `count` updates `{"n":1}`, `{"n":2}`, ... to `child`, flushing every `batch` and
+/// printing `committed N` once update N is committed.
+fn bench_writer(
+    store: &Store,
+    child: &str,
+    count: u64,
+    batch: u64,
+    duration_ms: Option<u64>,
+) -> anyhow::Result<()> {
+    use std::io::Write;
+    let deadline = duration_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
+    store.submit(StoreOp::UpsertChild {
+        child_id: child.to_owned(),
+        parent_session_id: "bench".to_owned(),
+        spawn_tool_call_id: format!("bench-{child}"),
+        agent: "bench-writer".to_owned(),
+        cwd: None,
+        title: None,
+        state: "running".to_owned(),
+    });
+    let mut stdout = std::io::stdout().lock();
+    let mut n = 0;
+    while n < count && deadline.is_none_or(|d| Instant::now() < d) {
+        let end = (n + batch).min(count);
+        while n < end {
+            n += 1;
+            store.submit(StoreOp::AppendUpdate {
+                child_id: child.to_owned(),
+                update: format!(
+                    r#"{{"sessionUpdate":"agent_message_chunk","n":{n},"content":{{"type":"text","text":"update {n} of {child}"}}}}"#
+                ),
+            });
+        }
+        store.flush().context("flush failed")?;
+        writeln!(stdout, "committed {n}")?;
+        stdout.flush()?;
+    }
+    Ok(())
 }
 
 fn init_tracing(level: &str) -> anyhow::Result<()> {
@@ -123,6 +273,16 @@ fn init_tracing(level: &str) -> anyhow::Result<()> {
 }
 
 fn run_proxy(cfg: Config, agent: Vec<String>) -> anyhow::Result<i32> {
+    // A pure relay keeps nothing; otherwise child transcripts go to the durable store, or
+    // to memory (with a warning) if it cannot be used.
+    let store = (cfg.display != acp_proxy::config::Display::Off).then(|| {
+        let (store, warning) = Store::open_or_memory(&cfg.store);
+        if let Some(w) = warning {
+            tracing::warn!("{w}");
+        }
+        store
+    });
+    let relay_store = store.clone();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -141,6 +301,7 @@ fn run_proxy(cfg: Config, agent: Vec<String>) -> anyhow::Result<i32> {
             max_frame_bytes: cfg.max_frame_bytes,
             shutdown: cfg.shutdown.clone(),
             dump,
+            store: relay_store,
         };
         let code = relay::run_stdio(opts, Engine::new(engine_cfg)).await?;
         if let Some(task) = dump_task {
@@ -151,5 +312,7 @@ fn run_proxy(cfg: Config, agent: Vec<String>) -> anyhow::Result<i32> {
     });
     // A blocking read of stdin may still be parked on a worker thread: do not wait for it.
     runtime.shutdown_background();
+    // Dropping the last handle waits for the writer to commit what is queued.
+    drop(store);
     result
 }

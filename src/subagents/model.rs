@@ -57,11 +57,7 @@ impl ChildState {
 }
 
 /// Entry range of one turn of a child, `end` inclusive and absent while the turn runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TurnRange {
-    pub start: u32,
-    pub end: Option<u32>,
-}
+pub use super::persist::TurnRange;
 
 /// A child session the proxy serves to the client.
 #[derive(Debug, Clone)]

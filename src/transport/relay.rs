@@ -18,6 +18,7 @@ use tokio_util::codec::FramedRead;
 use crate::config::ShutdownConfig;
 use crate::dump::{Direction, Dump};
 use crate::engine::{Action, Engine, NoteLevel};
+use crate::store::Store;
 use crate::transport::child::{self, Agent, SpawnError};
 use crate::transport::framing::{line_body, Frame, LineCodec};
 use crate::transport::outbox::Outbox;
@@ -34,6 +35,8 @@ pub struct RelayOptions {
     pub max_frame_bytes: usize,
     pub shutdown: ShutdownConfig,
     pub dump: Option<Dump>,
+    /// Durable child transcripts (none in a pure relay).
+    pub store: Option<Store>,
 }
 
 /// Exit status of the proxy: 0 after a clean client close, 128+n after signal n, the agent's
@@ -64,6 +67,7 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let dump = opts.dump.clone();
+    let store = opts.store.clone();
     let mut client_in = FramedRead::new(client_in, LineCodec::new(opts.max_frame_bytes));
     let (to_client, client_writer) = Outbox::spawn(client_out, HIGH_WATER);
 
@@ -127,7 +131,7 @@ where
                                 actions.push(Action::ToAgent(bytes));
                             }
                         }
-                        execute(&mut engine, now, &mut actions, &to_client, to_agent.as_ref(), &dump);
+                        execute(&mut engine, now, &mut actions, &to_client, to_agent.as_ref(), &dump, store.as_ref());
                     }
                     Some(Err(e)) => {
                         tracing::warn!("reading from the client failed: {e}");
@@ -153,7 +157,7 @@ where
                                 actions.push(Action::ToClient(bytes));
                             }
                         }
-                        execute(&mut engine, now, &mut actions, &to_client, to_agent.as_ref(), &dump);
+                        execute(&mut engine, now, &mut actions, &to_client, to_agent.as_ref(), &dump, store.as_ref());
                     }
                     Some(Err(e)) => {
                         tracing::warn!("reading from the agent failed: {e}");
@@ -181,7 +185,7 @@ where
             _ = sleep_until(engine.poll_timeout().map(|ms| clock + Duration::from_millis(ms))) => {
                 let now = clock.elapsed().as_millis() as u64;
                 engine.handle_timeout(now, &mut actions);
-                execute(&mut engine, now, &mut actions, &to_client, to_agent.as_ref(), &dump);
+                execute(&mut engine, now, &mut actions, &to_client, to_agent.as_ref(), &dump, store.as_ref());
             }
             _ = sigint.recv(), if ending == Ending::Running => ending = Ending::Signal(libc::SIGINT),
             _ = sigterm.recv(), if ending == Ending::Running => ending = Ending::Signal(libc::SIGTERM),
@@ -248,7 +252,15 @@ where
             tracing::error!("the agent ended the session: {reason}");
             engine.agent_gone(&reason, &mut actions);
             let now = clock.elapsed().as_millis() as u64;
-            execute(&mut engine, now, &mut actions, &to_client, None, &dump);
+            execute(
+                &mut engine,
+                now,
+                &mut actions,
+                &to_client,
+                None,
+                &dump,
+                store.as_ref(),
+            );
             agent_exit_code(&status)
         }
         Ending::ClientClosed => 0,
@@ -281,6 +293,7 @@ fn execute(
     to_client: &Outbox,
     to_agent: Option<&Outbox>,
     dump: &Option<Dump>,
+    store: Option<&Store>,
 ) {
     let mut queue: VecDeque<Action> = actions.drain(..).collect();
     while let Some(action) = queue.pop_front() {
@@ -311,11 +324,33 @@ fn execute(
                     d.note(note.message);
                 }
             }
-            Action::Store(_) => {}
-            Action::FetchChildren { .. } => engine.restore(Vec::new()),
-            Action::FetchChild { request, .. } => {
+            Action::Store(op) => {
+                if let Some(store) = store {
+                    store.submit(op);
+                }
+            }
+            Action::FetchChildren { parent_session_id } => {
+                let children = match store.map(|s| s.children_of(&parent_session_id)) {
+                    Some(Ok(children)) => children,
+                    Some(Err(e)) => {
+                        tracing::warn!("cannot read stored subagents of {parent_session_id}: {e}");
+                        Vec::new()
+                    }
+                    None => Vec::new(),
+                };
+                engine.restore(children);
+            }
+            Action::FetchChild { child_id, request } => {
+                let child = match store.map(|s| s.child(&child_id)) {
+                    Some(Ok(child)) => child,
+                    Some(Err(e)) => {
+                        tracing::warn!("cannot read stored subagent {child_id}: {e}");
+                        None
+                    }
+                    None => None,
+                };
                 let mut more = Vec::new();
-                engine.child_fetched(None, request, now, &mut more);
+                engine.child_fetched(child, request, now, &mut more);
                 for a in more.into_iter().rev() {
                     queue.push_front(a);
                 }

@@ -72,7 +72,10 @@ impl Proxy {
     /// Start `acp-proxy [proxy_args] -- agent...` in `cwd` (so no stray ./proxy.toml is read).
     pub fn start(cwd: &Path, proxy_args: &[&str], agent: &[String]) -> Proxy {
         let mut cmd = Command::new(BIN);
-        cmd.current_dir(cwd).args(proxy_args);
+        // The child-transcript store defaults under $XDG_STATE_HOME: keep it in the test dir.
+        cmd.current_dir(cwd)
+            .env("XDG_STATE_HOME", cwd.join("state"))
+            .args(proxy_args);
         if !agent.is_empty() {
             cmd.arg("--").args(agent);
         }

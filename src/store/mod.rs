@@ -1,0 +1,843 @@
+//! Durable child transcripts, so that a child `session/load` works after the editor and the
+//! proxy restart.
+//!
+//! An SQLite database (WAL mode) kept off the relay's hot path: [`Store::submit`] queues a
+//! write for a dedicated writer thread, which applies queued writes in order, one short
+//! transaction per batch. Reads ([`Store::child`], [`Store::children_of`]) use their own
+//! connection and are meant for the `session/load` path only. [`StoreLocation::Memory`] gives
+//! the same API without a file, so the engine never has to care which one it has.
+//!
+//! Failure never stops the relay: a store that cannot be opened is replaced by a memory store
+//! ([`Store::open_or_memory`]), and a write that fails (disk full, file gone read-only) moves
+//! the store to memory, with one warning on stderr. See `docs/store.md`.
+
+mod retention;
+mod schema;
+mod settings;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+
+pub use settings::{
+    default_path, parse_bytes, parse_duration, StoreConfig, StoreLocation, DEFAULT_MAX_AGE,
+    DEFAULT_MAX_BYTES, DEFAULT_QUEUE_OPS,
+};
+
+use writer::{Msg, Writer};
+
+/// How long a connection waits for another connection's lock before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// One child session as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredChild {
+    /// Deterministic id the proxy gave the child.
+    pub child_id: String,
+    pub parent_session_id: String,
+    pub spawn_tool_call_id: String,
+    /// Agent identity (agentInfo name or command).
+    pub agent: String,
+    pub cwd: Option<String>,
+    pub title: Option<String>,
+    /// "announced" | "running" | "completed" | "failed" | "cancelled".
+    pub state: String,
+    /// The child's session/update `update` objects, exact JSON text, in order.
+    pub updates: Vec<String>,
+    pub entry_count: u32,
+    /// Index ranges per turn.
+    pub turns: Vec<TurnRange>,
+    /// Unix seconds of the last write to this child.
+    pub updated_at: i64,
+}
+
+/// The entry indices of one turn of a child (`end` inclusive; `None` while the turn runs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TurnRange {
+    pub start: u32,
+    pub end: Option<u32>,
+}
+
+/// Writes, sent to the writer; applied in order, batched in transactions.
+///
+/// A write naming a child that has no row yet creates a placeholder row (empty parent, agent
+/// and tool call id, state `announced`) that a later `UpsertChild` completes: nothing is lost
+/// to an ordering slip.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreOp {
+    /// Create the child, or update its fields. `cwd` and `title` given as `None` keep the
+    /// stored value.
+    UpsertChild {
+        child_id: String,
+        parent_session_id: String,
+        spawn_tool_call_id: String,
+        agent: String,
+        cwd: Option<String>,
+        title: Option<String>,
+        state: String,
+    },
+    /// One update, appended after the previous ones of that child.
+    AppendUpdate {
+        child_id: String,
+        update: String,
+    },
+    SetState {
+        child_id: String,
+        state: String,
+    },
+    SetIndices {
+        child_id: String,
+        entry_count: u32,
+        turns: Vec<TurnRange>,
+    },
+}
+
+/// What `acp-proxy store stats` prints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreStats {
+    /// `memory` or the file path.
+    pub location: String,
+    pub schema_version: u32,
+    /// Size of the database file on disk (`None` in memory).
+    pub file_bytes: Option<u64>,
+    /// Size of the write-ahead log on disk (`None` in memory or when absent).
+    pub wal_bytes: Option<u64>,
+    /// Pages in use × page size.
+    pub used_bytes: u64,
+    /// Free pages × page size (given back to the file system by pruning).
+    pub free_bytes: u64,
+    pub children: u64,
+    pub updates: u64,
+    /// Total length of the stored update JSON texts.
+    pub update_bytes: u64,
+    /// Unix seconds of the least recently updated child.
+    pub oldest_updated_at: Option<i64>,
+    /// Unix seconds of the most recently updated child.
+    pub newest_updated_at: Option<i64>,
+    /// Why this store no longer writes to its file, if it stopped.
+    pub degraded: Option<String>,
+}
+
+/// What a prune removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PruneReport {
+    /// Children removed because they were not updated within `max_age`.
+    pub removed_by_age: u64,
+    /// Children removed, oldest first, to bring the database under `max_bytes`.
+    pub removed_by_size: u64,
+    /// Updates removed with those children.
+    pub updates_removed: u64,
+    /// Pages in use × page size, before and after.
+    pub used_bytes_before: u64,
+    pub used_bytes_after: u64,
+    /// Bytes on disk (database file plus write-ahead log), before and after (`None` in
+    /// memory).
+    pub file_bytes_before: Option<u64>,
+    pub file_bytes_after: Option<u64>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(
+        "cannot place the store: neither XDG_STATE_HOME nor HOME is set (set one, or give \
+         --store PATH or [store] path)"
+    )]
+    NoStateDir,
+    #[error("cannot create store directory {path}: {source}")]
+    CreateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot create store file {path}: {source}")]
+    CreateFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot open store {location}: {source}")]
+    Open {
+        location: String,
+        source: rusqlite::Error,
+    },
+    #[error(
+        "store {location} is corrupt or not a database ({source}); move the file away or give \
+         another --store path"
+    )]
+    Corrupt {
+        location: String,
+        source: rusqlite::Error,
+    },
+    #[error(
+        "{location} is an SQLite database but not an acp-proxy store; refusing to change it \
+         (give another --store path)"
+    )]
+    Foreign { location: String },
+    #[error(
+        "store {location} has schema version {found}, newer than this acp-proxy understands \
+         ({supported}); use a newer acp-proxy or another --store path"
+    )]
+    TooNew {
+        location: String,
+        found: u32,
+        supported: u32,
+    },
+    #[error("cannot migrate store {location} from schema version {from} to {to}: {source}")]
+    Migrate {
+        location: String,
+        from: u32,
+        to: u32,
+        source: rusqlite::Error,
+    },
+    #[error("cannot read store {location}: {source}")]
+    Read {
+        location: String,
+        source: rusqlite::Error,
+    },
+    #[error("cannot write store {location}: {source}")]
+    Write {
+        location: String,
+        source: rusqlite::Error,
+    },
+    #[error("store {location}: child {child_id} has malformed {what}: {problem}")]
+    Malformed {
+        location: String,
+        child_id: String,
+        what: &'static str,
+        problem: String,
+    },
+    #[error(
+        "store {location} is not persisting any more ({reason}); recent child transcripts are \
+         kept in memory only"
+    )]
+    Degraded { location: String, reason: String },
+    #[error("the store's writer has stopped; nothing more is stored")]
+    WriterGone,
+    #[error("cannot start the store's writer thread: {0}")]
+    Spawn(std::io::Error),
+    #[error("the store is unavailable (not even memory could be used)")]
+    Unavailable,
+}
+
+/// A connection shared between threads.
+type SharedConn = Arc<Mutex<Connection>>;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic elsewhere while holding the lock leaves the value usable for us: SQLite rolls
+    // back an unfinished transaction itself.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// State shared by the handle and the writer.
+struct Shared {
+    location: StoreLocation,
+    /// The connection reads go to. The writer swaps it when it moves to memory.
+    reader: Mutex<Option<SharedConn>>,
+    /// Why the store stopped writing to its file, once it did.
+    degraded: Mutex<Option<String>>,
+}
+
+impl Shared {
+    fn location_text(&self) -> String {
+        self.location.to_string()
+    }
+}
+
+struct Inner {
+    shared: Arc<Shared>,
+    tx: Option<SyncSender<Msg>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    queue_ops: usize,
+    /// Set while the queue is full (one warning per episode).
+    queue_full: AtomicBool,
+    writer_gone_reported: AtomicBool,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Closing the queue lets the writer commit what is queued and stop.
+        self.tx.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The child-transcript store. Cheap to clone; the last clone dropped lets the writer finish
+/// the queue and waits for it.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+// The engine shares one store between tasks and threads.
+const _: fn() = || {
+    fn shareable<T: Send + Sync + Clone + 'static>() {}
+    shareable::<Store>();
+};
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("location", &self.inner.shared.location)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Open the store: create missing directories (0700) and the file (0600), set WAL mode
+    /// and a busy timeout, apply migrations, and start the writer (which prunes by the
+    /// configured retention at once and every hour, if `background_prune`).
+    pub fn open(cfg: &StoreConfig) -> Result<Store, StoreError> {
+        let location = match &cfg.location {
+            Some(loc) => loc.clone(),
+            None => StoreLocation::Path(default_path()?),
+        };
+        let (writer_conn, reader_conn) = match &location {
+            StoreLocation::Memory => {
+                let conn = Arc::new(Mutex::new(open_memory()?));
+                (conn.clone(), conn)
+            }
+            StoreLocation::Path(path) => {
+                prepare_file(path)?;
+                let mut conn = open_file(path)?;
+                schema::migrate(&mut conn, &location.to_string())?;
+                let reader = open_file(path)?;
+                (Arc::new(Mutex::new(conn)), Arc::new(Mutex::new(reader)))
+            }
+        };
+        Self::start(location, writer_conn, Some(reader_conn), cfg)
+    }
+
+    /// [`Store::open`], or, if that fails, an in-memory store and a warning saying why (for
+    /// the caller to log).
+    pub fn open_or_memory(cfg: &StoreConfig) -> (Store, Option<String>) {
+        let err = match Store::open(cfg) {
+            Ok(store) => return (store, None),
+            Err(e) => e,
+        };
+        let memory_cfg = StoreConfig {
+            location: Some(StoreLocation::Memory),
+            ..cfg.clone()
+        };
+        let warning = format!(
+            "{err}; keeping child transcripts in memory instead (they will not survive a restart)"
+        );
+        match Store::open(&memory_cfg) {
+            Ok(store) => (store, Some(warning)),
+            Err(e2) => (
+                Store::unavailable(),
+                Some(format!("{err}; and no memory store either: {e2}")),
+            ),
+        }
+    }
+
+    /// A store that stores nothing (only when not even memory could be had).
+    fn unavailable() -> Store {
+        Store {
+            inner: Arc::new(Inner {
+                shared: Arc::new(Shared {
+                    location: StoreLocation::Memory,
+                    reader: Mutex::new(None),
+                    degraded: Mutex::new(Some("unavailable".into())),
+                }),
+                tx: None,
+                thread: None,
+                queue_ops: 0,
+                queue_full: AtomicBool::new(false),
+                writer_gone_reported: AtomicBool::new(true),
+            }),
+        }
+    }
+
+    fn start(
+        location: StoreLocation,
+        writer_conn: SharedConn,
+        reader_conn: Option<SharedConn>,
+        cfg: &StoreConfig,
+    ) -> Result<Store, StoreError> {
+        let shared = Arc::new(Shared {
+            location,
+            reader: Mutex::new(reader_conn),
+            degraded: Mutex::new(None),
+        });
+        let queue_ops = cfg.queue_ops.max(1);
+        let (tx, rx) = mpsc::sync_channel(queue_ops);
+        let writer = Writer::new(writer_conn, shared.clone(), rx, cfg);
+        let thread = std::thread::Builder::new()
+            .name("acp-proxy-store".into())
+            .spawn(move || writer.run())
+            .map_err(StoreError::Spawn)?;
+        Ok(Store {
+            inner: Arc::new(Inner {
+                shared,
+                tx: Some(tx),
+                thread: Some(thread),
+                queue_ops,
+                queue_full: AtomicBool::new(false),
+                writer_gone_reported: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// Where this store lives.
+    pub fn location(&self) -> &StoreLocation {
+        &self.inner.shared.location
+    }
+
+    /// Queue a write. Returns at once while the queue has room; when it is full, waits for
+    /// the writer (the relay then waits on the disk) and logs a warning once per episode.
+    pub fn submit(&self, op: StoreOp) {
+        let Some(tx) = &self.inner.tx else { return };
+        match tx.try_send(Msg::Op(op)) {
+            Ok(()) => {
+                if self.inner.queue_full.load(Ordering::Relaxed) {
+                    self.inner.queue_full.store(false, Ordering::Relaxed);
+                }
+            }
+            Err(TrySendError::Full(msg)) => {
+                if !self.inner.queue_full.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        "store {}: write queue full ({} writes); waiting for the disk, which \
+                         slows the relay",
+                        self.inner.shared.location,
+                        self.inner.queue_ops
+                    );
+                }
+                if tx.send(msg).is_err() {
+                    self.report_writer_gone();
+                }
+            }
+            Err(TrySendError::Disconnected(_)) => self.report_writer_gone(),
+        }
+    }
+
+    fn report_writer_gone(&self) {
+        if !self
+            .inner
+            .writer_gone_reported
+            .swap(true, Ordering::Relaxed)
+        {
+            tracing::error!("{}", StoreError::WriterGone);
+        }
+    }
+
+    /// Send a request to the writer and wait for its answer.
+    fn ask<T>(
+        &self,
+        make: impl FnOnce(SyncSender<Result<T, StoreError>>) -> Msg,
+    ) -> Result<T, StoreError> {
+        let tx = self.inner.tx.as_ref().ok_or(StoreError::Unavailable)?;
+        let (reply_tx, reply_rx) = mpsc::sync_channel(1);
+        tx.send(make(reply_tx))
+            .map_err(|_| StoreError::WriterGone)?;
+        reply_rx.recv().map_err(|_| StoreError::WriterGone)?
+    }
+
+    /// Wait until every write submitted so far is committed. Fails with
+    /// [`StoreError::Degraded`] if the store has stopped writing to its file (the writes are
+    /// then held in memory).
+    pub fn flush(&self) -> Result<(), StoreError> {
+        self.ask(Msg::Flush)
+    }
+
+    /// Remove children not updated within `max_age`, then the least recently updated ones
+    /// until the database uses at most `max_bytes`, and give the freed space back to the file
+    /// system. A zero `max_age` or `max_bytes` disables that limit. Runs in the writer, after
+    /// the writes submitted before it.
+    pub fn prune(&self, max_age: Duration, max_bytes: u64) -> Result<PruneReport, StoreError> {
+        self.ask(|reply| Msg::Prune {
+            max_age,
+            max_bytes,
+            reply,
+        })
+    }
+
+    /// Run `f` on the read connection inside one read transaction (a consistent snapshot).
+    fn read<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let conn = lock(&self.inner.shared.reader)
+            .clone()
+            .ok_or(StoreError::Unavailable)?;
+        let conn = lock(&conn);
+        let read_err = |source| StoreError::Read {
+            location: self.inner.shared.location_text(),
+            source,
+        };
+        let tx = conn.unchecked_transaction().map_err(read_err)?;
+        let out = f(&tx)?;
+        tx.finish().map_err(read_err)?;
+        Ok(out)
+    }
+
+    /// One child with its whole transcript, if stored.
+    pub fn child(&self, child_id: &str) -> Result<Option<StoredChild>, StoreError> {
+        let location = self.inner.shared.location_text();
+        self.read(|conn| load_child(conn, &location, child_id))
+    }
+
+    /// Every stored child of a parent session, oldest first, with their transcripts.
+    pub fn children_of(&self, parent_session_id: &str) -> Result<Vec<StoredChild>, StoreError> {
+        let location = self.inner.shared.location_text();
+        self.read(|conn| {
+            let read_err = |source| StoreError::Read {
+                location: location.clone(),
+                source,
+            };
+            let ids = {
+                let mut stmt = conn
+                    .prepare_cached(
+                        "SELECT child_id FROM children WHERE parent_session_id = ?1
+                         ORDER BY created_at, rowid",
+                    )
+                    .map_err(read_err)?;
+                let rows = stmt
+                    .query_map([parent_session_id], |r| r.get::<_, String>(0))
+                    .map_err(read_err)?;
+                rows.collect::<Result<Vec<_>, _>>().map_err(read_err)?
+            };
+            let mut out = Vec::with_capacity(ids.len());
+            for id in ids {
+                if let Some(child) = load_child(conn, &location, &id)? {
+                    out.push(child);
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// Sizes and counts.
+    pub fn stats(&self) -> Result<StoreStats, StoreError> {
+        let location = self.inner.shared.location_text();
+        let degraded = lock(&self.inner.shared.degraded).clone();
+        let (file_bytes, wal_bytes) = match &self.inner.shared.location {
+            StoreLocation::Memory => (None, None),
+            StoreLocation::Path(p) => (file_len(p), file_len(&wal_path(p))),
+        };
+        self.read(|conn| {
+            let read_err = |source| StoreError::Read {
+                location: location.clone(),
+                source,
+            };
+            let schema_version: u32 = conn
+                .pragma_query_value(None, "user_version", |r| r.get(0))
+                .map_err(read_err)?;
+            let pages = retention::page_usage(conn).map_err(read_err)?;
+            let (children, updates, update_bytes, oldest, newest) = conn
+                .query_row(
+                    "SELECT count(*), coalesce(sum(update_count), 0),
+                            coalesce(sum(update_bytes), 0), min(updated_at), max(updated_at)
+                     FROM children",
+                    [],
+                    |r| {
+                        Ok((
+                            r.get::<_, i64>(0)?,
+                            r.get::<_, i64>(1)?,
+                            r.get::<_, i64>(2)?,
+                            r.get::<_, Option<i64>>(3)?,
+                            r.get::<_, Option<i64>>(4)?,
+                        ))
+                    },
+                )
+                .map_err(read_err)?;
+            Ok(StoreStats {
+                location: location.clone(),
+                schema_version,
+                file_bytes,
+                wal_bytes,
+                used_bytes: pages.used_bytes(),
+                free_bytes: pages.free_bytes(),
+                children: children.max(0) as u64,
+                updates: updates.max(0) as u64,
+                update_bytes: update_bytes.max(0) as u64,
+                oldest_updated_at: oldest,
+                newest_updated_at: newest,
+                degraded,
+            })
+        })
+    }
+
+    /// Run one SQL batch on the writer's connection (tests only: e.g. to make the disk
+    /// "full" with `PRAGMA max_page_count`).
+    #[cfg(test)]
+    fn exec_in_writer(&self, sql: &str) -> Result<(), StoreError> {
+        let sql = sql.to_owned();
+        self.ask(|reply| Msg::Exec(sql, reply))
+    }
+}
+
+/// `acp-proxy store stats` output: one `key: value` line each.
+pub fn render_stats(s: &StoreStats) -> String {
+    let now = unix_now();
+    let mut out = String::new();
+    let mut line = |k: &str, v: String| out.push_str(&format!("{k}: {v}\n"));
+    line("store", s.location.clone());
+    line("schema version", s.schema_version.to_string());
+    if let Some(n) = s.file_bytes {
+        line("file size", human_bytes(n));
+    }
+    if let Some(n) = s.wal_bytes {
+        line("wal size", human_bytes(n));
+    }
+    line("used", human_bytes(s.used_bytes));
+    line("free", human_bytes(s.free_bytes));
+    line("children", s.children.to_string());
+    line("updates", s.updates.to_string());
+    line("update bytes", human_bytes(s.update_bytes));
+    let when = |t: Option<i64>| match t {
+        Some(t) => format!("{} ({t})", human_age(now - t)),
+        None => "-".to_owned(),
+    };
+    line("oldest update", when(s.oldest_updated_at));
+    line("newest update", when(s.newest_updated_at));
+    if let Some(reason) = &s.degraded {
+        line("degraded", reason.clone());
+    }
+    out
+}
+
+/// `acp-proxy store prune` output.
+pub fn render_prune(location: &StoreLocation, r: &PruneReport) -> String {
+    let mut out = format!(
+        "store: {location}\nremoved: {} child(ren) ({} by age, {} by size), {} update(s)\n\
+         used: {} -> {}\n",
+        r.removed_by_age + r.removed_by_size,
+        r.removed_by_age,
+        r.removed_by_size,
+        r.updates_removed,
+        human_bytes(r.used_bytes_before),
+        human_bytes(r.used_bytes_after),
+    );
+    if let (Some(a), Some(b)) = (r.file_bytes_before, r.file_bytes_after) {
+        out.push_str(&format!(
+            "on disk: {} -> {}\n",
+            human_bytes(a),
+            human_bytes(b)
+        ));
+    }
+    out
+}
+
+fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64;
+    let mut unit = "B";
+    for u in UNITS {
+        if v < 1024.0 {
+            break;
+        }
+        v /= 1024.0;
+        unit = u;
+    }
+    format!("{v:.1} {unit} ({n} bytes)")
+}
+
+fn human_age(secs: i64) -> String {
+    let secs = secs.max(0);
+    match secs {
+        s if s < 120 => format!("{s} s ago"),
+        s if s < 2 * 3600 => format!("{} min ago", s / 60),
+        s if s < 2 * 86_400 => format!("{} h ago", s / 3600),
+        s => format!("{} days ago", s / 86_400),
+    }
+}
+
+fn load_child(
+    conn: &Connection,
+    location: &str,
+    child_id: &str,
+) -> Result<Option<StoredChild>, StoreError> {
+    let read_err = |source| StoreError::Read {
+        location: location.to_owned(),
+        source,
+    };
+    let row = conn
+        .prepare_cached(
+            "SELECT parent_session_id, spawn_tool_call_id, agent, cwd, title, state,
+                    entry_count, turns, updated_at
+             FROM children WHERE child_id = ?1",
+        )
+        .and_then(|mut stmt| {
+            stmt.query_row([child_id], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, Option<String>>(3)?,
+                    r.get::<_, Option<String>>(4)?,
+                    r.get::<_, String>(5)?,
+                    r.get::<_, i64>(6)?,
+                    r.get::<_, String>(7)?,
+                    r.get::<_, i64>(8)?,
+                ))
+            })
+            .optional()
+        })
+        .map_err(read_err)?;
+    let Some((parent, spawn, agent, cwd, title, state, entry_count, turns, updated_at)) = row
+    else {
+        return Ok(None);
+    };
+    let malformed = |what, problem: String| StoreError::Malformed {
+        location: location.to_owned(),
+        child_id: child_id.to_owned(),
+        what,
+        problem,
+    };
+    let turns = decode_turns(&turns).map_err(|p| malformed("turns", p))?;
+    let entry_count = u32::try_from(entry_count)
+        .map_err(|_| malformed("entry_count", format!("{entry_count} is out of range")))?;
+    let updates = {
+        let mut stmt = conn
+            .prepare_cached("SELECT body FROM updates WHERE child_id = ?1 ORDER BY seq")
+            .map_err(read_err)?;
+        let rows = stmt
+            .query_map([child_id], |r| r.get::<_, String>(0))
+            .map_err(read_err)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(read_err)?
+    };
+    Ok(Some(StoredChild {
+        child_id: child_id.to_owned(),
+        parent_session_id: parent,
+        spawn_tool_call_id: spawn,
+        agent,
+        cwd,
+        title,
+        state,
+        updates,
+        entry_count,
+        turns,
+        updated_at,
+    }))
+}
+
+/// Turns as stored: `[[start, end|null], ...]`.
+fn encode_turns(turns: &[TurnRange]) -> String {
+    let pairs: Vec<(u32, Option<u32>)> = turns.iter().map(|t| (t.start, t.end)).collect();
+    serde_json::to_string(&pairs).unwrap_or_else(|_| "[]".to_owned())
+}
+
+fn decode_turns(text: &str) -> Result<Vec<TurnRange>, String> {
+    let pairs: Vec<(u32, Option<u32>)> = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    Ok(pairs
+        .into_iter()
+        .map(|(start, end)| TurnRange { start, end })
+        .collect())
+}
+
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+fn wal_path(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push("-wal");
+    PathBuf::from(s)
+}
+
+fn file_len(path: &Path) -> Option<u64> {
+    std::fs::metadata(path).ok().map(|m| m.len())
+}
+
+/// The database file plus its write-ahead log.
+fn disk_bytes(path: &Path) -> Option<u64> {
+    file_len(path).map(|n| n + file_len(&wal_path(path)).unwrap_or(0))
+}
+
+/// Create the missing parent directories (0700) and the file (0600); tighten an existing
+/// file (and its WAL files) to 0600.
+fn prepare_file(path: &Path) -> Result<(), StoreError> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.exists() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|source| StoreError::CreateDir {
+                    path: dir.to_owned(),
+                    source,
+                })?;
+        }
+    }
+    let create_err = |source| StoreError::CreateFile {
+        path: path.to_owned(),
+        source,
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
+        .map_err(create_err)?;
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))
+        .map_err(create_err)?;
+    // SQLite creates the -wal and -shm files with the database's mode; older ones may be
+    // looser.
+    for suffix in ["-wal", "-shm"] {
+        let mut side = path.as_os_str().to_owned();
+        side.push(suffix);
+        if let Ok(meta) = std::fs::metadata(&side) {
+            if meta.permissions().mode() & 0o077 != 0 {
+                let _ = std::fs::set_permissions(&side, std::fs::Permissions::from_mode(0o600));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Open a connection to the file and set it up (WAL, busy timeout, incremental vacuum for
+/// new files).
+fn open_file(path: &Path) -> Result<Connection, StoreError> {
+    let location = path.display().to_string();
+    let err = |source| schema::classify_open_error(&location, source);
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(err)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
+    // Takes effect only before the first table exists, i.e. on a new file; lets pruning
+    // hand freed pages back to the file system.
+    conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")
+        .map_err(err)?;
+    let mode: String = conn
+        .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+        .map_err(err)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        tracing::warn!(
+            "store {location}: cannot use WAL mode (got `{mode}`); writes may wait on readers"
+        );
+    }
+    // In WAL mode NORMAL keeps every commit across a process crash; only a power loss may
+    // take back the last commits (never corrupting the file).
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(err)?;
+    Ok(conn)
+}
+
+/// A fresh in-memory database with the current schema.
+fn open_memory() -> Result<Connection, StoreError> {
+    let err = |source| schema::classify_open_error("memory", source);
+    let mut conn = Connection::open_in_memory().map_err(err)?;
+    conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")
+        .map_err(err)?;
+    schema::migrate(&mut conn, "memory")?;
+    Ok(conn)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,290 @@
+//! Retention: drop child transcripts by age, then oldest first by size, and give the freed
+//! pages back to the file system.
+//!
+//! "Size" is the pages the database uses (page count minus free pages, times page size), so
+//! it does not depend on when the last checkpoint ran. Deletions run in short transactions of
+//! at most [`CHUNK`] children, so writers and readers in other processes are never held up
+//! for long.
+
+use std::time::Duration;
+
+use rusqlite::{params, Connection, TransactionBehavior};
+
+use super::PruneReport;
+
+/// Children deleted per transaction.
+const CHUNK: usize = 200;
+/// Rough per-child cost beyond its update texts (rows, index entries), used only to pick how
+/// many children to drop per round; the loop measures again after each round.
+const CHILD_OVERHEAD: u64 = 256;
+
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PageUsage {
+    page_size: u64,
+    page_count: u64,
+    freelist: u64,
+}
+
+impl PageUsage {
+    pub(super) fn used_bytes(&self) -> u64 {
+        self.page_count.saturating_sub(self.freelist) * self.page_size
+    }
+    pub(super) fn free_bytes(&self) -> u64 {
+        self.freelist * self.page_size
+    }
+}
+
+pub(super) fn page_usage(conn: &Connection) -> rusqlite::Result<PageUsage> {
+    let get = |name: &str| -> rusqlite::Result<u64> {
+        let v: i64 = conn.pragma_query_value(None, name, |r| r.get(0))?;
+        Ok(v.max(0) as u64)
+    };
+    Ok(PageUsage {
+        page_size: get("page_size")?,
+        page_count: get("page_count")?,
+        freelist: get("freelist_count")?,
+    })
+}
+
+/// Prune as of `now` (unix seconds). A zero `max_age` or `max_bytes` disables that limit.
+pub(super) fn prune(
+    conn: &mut Connection,
+    now: i64,
+    max_age: Duration,
+    max_bytes: u64,
+) -> rusqlite::Result<PruneReport> {
+    let mut report = PruneReport {
+        used_bytes_before: page_usage(conn)?.used_bytes(),
+        ..PruneReport::default()
+    };
+
+    if !max_age.is_zero() {
+        let cutoff = now.saturating_sub(i64::try_from(max_age.as_secs()).unwrap_or(i64::MAX));
+        loop {
+            let ids = select_ids(
+                conn,
+                "SELECT child_id, update_bytes FROM children WHERE updated_at < ?1
+                 ORDER BY updated_at, created_at, rowid LIMIT ?2",
+                params![cutoff, CHUNK as i64],
+            )?;
+            if ids.is_empty() {
+                break;
+            }
+            report.updates_removed += delete_children(conn, ids.iter().map(|(id, _)| id))?;
+            report.removed_by_age += ids.len() as u64;
+        }
+    }
+
+    if max_bytes != 0 {
+        loop {
+            let used = page_usage(conn)?.used_bytes();
+            if used <= max_bytes {
+                break;
+            }
+            let candidates = select_ids(
+                conn,
+                "SELECT child_id, update_bytes FROM children
+                 ORDER BY updated_at, created_at, rowid LIMIT ?1",
+                params![CHUNK as i64],
+            )?;
+            if candidates.is_empty() {
+                break;
+            }
+            // Take the oldest children until their size covers the excess (at least one).
+            // Pages hold more than the update texts (row headers, indexes, half-empty
+            // pages), so the excess is scaled by the measured ratio of texts to pages.
+            let payload: i64 = conn.query_row(
+                "SELECT coalesce(sum(update_bytes), 0) + count(*) * ?1 FROM children",
+                [CHILD_OVERHEAD as i64],
+                |r| r.get(0),
+            )?;
+            let payload = payload.max(0) as u64;
+            let excess = ((used - max_bytes) as u128 * payload as u128 / used as u128) as u64;
+            let mut covered = 0u64;
+            let mut take = 0;
+            for (_, bytes) in &candidates {
+                take += 1;
+                covered += bytes + CHILD_OVERHEAD;
+                if covered >= excess {
+                    break;
+                }
+            }
+            let chosen = &candidates[..take];
+            report.updates_removed += delete_children(conn, chosen.iter().map(|(id, _)| id))?;
+            report.removed_by_size += chosen.len() as u64;
+        }
+    }
+
+    shrink(conn)?;
+    report.used_bytes_after = page_usage(conn)?.used_bytes();
+    Ok(report)
+}
+
+fn select_ids(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> rusqlite::Result<Vec<(String, u64)>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let rows = stmt.query_map(params, |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?.max(0) as u64))
+    })?;
+    rows.collect()
+}
+
+/// Delete children and their updates in one transaction; returns the updates removed.
+fn delete_children<'a>(
+    conn: &mut Connection,
+    ids: impl Iterator<Item = &'a String>,
+) -> rusqlite::Result<u64> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut updates = 0u64;
+    for id in ids {
+        updates += tx
+            .prepare_cached("DELETE FROM updates WHERE child_id = ?1")?
+            .execute([id])? as u64;
+        tx.prepare_cached("DELETE FROM children WHERE child_id = ?1")?
+            .execute([id])?;
+    }
+    tx.commit()?;
+    Ok(updates)
+}
+
+/// Give free pages back to the file system: incremental vacuum (full VACUUM for a file made
+/// without auto_vacuum), then a truncating checkpoint so the main file and the WAL shrink.
+fn shrink(conn: &Connection) -> rusqlite::Result<()> {
+    if page_usage(conn)?.freelist == 0 {
+        return Ok(());
+    }
+    let auto_vacuum: i64 = conn.pragma_query_value(None, "auto_vacuum", |r| r.get(0))?;
+    if auto_vacuum == 0 {
+        conn.execute_batch("VACUUM")?;
+    } else {
+        // Frees one page per step: run it to the end.
+        let mut stmt = conn.prepare("PRAGMA incremental_vacuum")?;
+        let mut rows = stmt.query([])?;
+        while rows.next()?.is_some() {}
+    }
+    // Busy readers in other processes may keep part of the WAL; that is fine, the next
+    // checkpoint finishes the job.
+    let _busy: i64 = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::schema;
+
+    /// A migrated database with `n` children, child `i` updated at `i * 100`, each with
+    /// `per_child` updates of `size` bytes.
+    fn db_with_children(n: usize, per_child: usize, size: usize) -> Connection {
+        let mut conn = Connection::open_in_memory().expect("memory db");
+        conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")
+            .expect("auto_vacuum");
+        schema::migrate(&mut conn, "memory").expect("migrate");
+        let body = format!("{{\"text\":\"{}\"}}", "x".repeat(size.saturating_sub(11)));
+        let tx = conn.transaction().expect("tx");
+        for i in 0..n {
+            let id = format!("c{i:03}");
+            tx.execute(
+                "INSERT INTO children (child_id, parent_session_id, spawn_tool_call_id, agent,
+                    state, update_count, update_bytes, created_at, updated_at)
+                 VALUES (?1, 'p', 't', 'a', 'completed', ?2, ?3, ?4, ?4)",
+                params![
+                    id,
+                    per_child as i64,
+                    (per_child * body.len()) as i64,
+                    i as i64 * 100
+                ],
+            )
+            .expect("child");
+            for seq in 0..per_child {
+                tx.execute(
+                    "INSERT INTO updates (child_id, seq, body) VALUES (?1, ?2, ?3)",
+                    params![id, seq as i64, body],
+                )
+                .expect("update");
+            }
+        }
+        tx.commit().expect("commit");
+        conn
+    }
+
+    fn remaining(conn: &Connection) -> Vec<String> {
+        let mut stmt = conn
+            .prepare("SELECT child_id FROM children ORDER BY child_id")
+            .expect("prepare");
+        let rows = stmt.query_map([], |r| r.get(0)).expect("query");
+        rows.collect::<Result<_, _>>().expect("rows")
+    }
+
+    fn update_rows(conn: &Connection) -> i64 {
+        conn.query_row("SELECT count(*) FROM updates", [], |r| r.get(0))
+            .expect("count")
+    }
+
+    #[test]
+    fn by_age_removes_exactly_the_stale_children() {
+        let mut conn = db_with_children(10, 3, 100);
+        // now = 1000, max_age = 450 s: cutoff 550, children updated at 0..=500 go.
+        let report = prune(&mut conn, 1000, Duration::from_secs(450), 0).expect("prune");
+        assert_eq!(report.removed_by_age, 6);
+        assert_eq!(report.removed_by_size, 0);
+        assert_eq!(report.updates_removed, 18);
+        assert_eq!(remaining(&conn), ["c006", "c007", "c008", "c009"]);
+        assert_eq!(update_rows(&conn), 12);
+    }
+
+    #[test]
+    fn zero_limits_remove_nothing() {
+        let mut conn = db_with_children(5, 2, 100);
+        let report = prune(&mut conn, i64::MAX, Duration::ZERO, 0).expect("prune");
+        assert_eq!(report.removed_by_age + report.removed_by_size, 0);
+        assert_eq!(remaining(&conn).len(), 5);
+    }
+
+    #[test]
+    fn by_size_removes_oldest_first_until_under_the_limit() {
+        // 20 children × 10 updates × 2 KiB ≈ 400 KiB.
+        let mut conn = db_with_children(20, 10, 2048);
+        let before = page_usage(&conn).expect("usage").used_bytes();
+        let limit = before / 2;
+        let report = prune(&mut conn, 0, Duration::ZERO, limit).expect("prune");
+        let after = page_usage(&conn).expect("usage").used_bytes();
+        assert!(after <= limit, "used {after} > limit {limit}");
+        assert_eq!(report.used_bytes_before, before);
+        assert_eq!(report.used_bytes_after, after);
+        assert!(report.removed_by_size >= 9, "{report:?}");
+        assert!(report.removed_by_size < 20, "{report:?}");
+        let kept = remaining(&conn);
+        assert_eq!(kept.len() as u64, 20 - report.removed_by_size);
+        // Exactly the newest ones survive.
+        let expected: Vec<String> = (report.removed_by_size as usize..20)
+            .map(|i| format!("c{i:03}"))
+            .collect();
+        assert_eq!(kept, expected);
+        // Freed pages went back (incremental vacuum), not just onto the free list.
+        assert_eq!(page_usage(&conn).expect("usage").freelist, 0);
+    }
+
+    #[test]
+    fn age_then_size() {
+        let mut conn = db_with_children(20, 10, 2048);
+        let limit = page_usage(&conn).expect("usage").used_bytes() / 4;
+        let report = prune(&mut conn, 1500, Duration::from_secs(1000), limit).expect("prune");
+        // Updated at 0..=400 are stale (cutoff 500).
+        assert_eq!(report.removed_by_age, 5);
+        assert!(report.removed_by_size > 0, "{report:?}");
+        assert!(page_usage(&conn).expect("usage").used_bytes() <= limit);
+    }
+
+    #[test]
+    fn a_limit_below_an_empty_database_empties_it_and_stops() {
+        let mut conn = db_with_children(3, 2, 100);
+        let report = prune(&mut conn, 0, Duration::ZERO, 1).expect("prune");
+        assert_eq!(report.removed_by_size, 3);
+        assert!(remaining(&conn).is_empty());
+        assert_eq!(update_rows(&conn), 0);
+    }
+}

@@ -1,0 +1,380 @@
+//! The writer thread: applies queued writes in order, one short transaction per batch, and
+//! runs retention.
+//!
+//! When a write to the file fails for good (disk full, read-only, I/O error), the writer
+//! copies what the file holds into memory and goes on there: reads keep answering for this
+//! process, a warning says once that transcripts no longer survive a restart, and `flush`
+//! reports [`StoreError::Degraded`]. Should even memory fail, writes are dropped (one more
+//! warning). The writer never panics and always drains its queue, so `submit` never waits
+//! forever.
+
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rusqlite::backup::{Backup, StepResult};
+use rusqlite::{params, Connection, ErrorCode, TransactionBehavior};
+
+use super::{
+    encode_turns, lock, open_memory, retention, unix_now, PruneReport, Shared, SharedConn,
+    StoreConfig, StoreError, StoreLocation, StoreOp,
+};
+
+/// How often retention runs in the background.
+const RETENTION_INTERVAL: Duration = Duration::from_secs(3600);
+/// Most writes in one transaction, to keep transactions short.
+const MAX_BATCH: usize = 1000;
+/// Attempts at a batch that keeps meeting another process's lock (each waits the busy
+/// timeout) before the file is given up.
+const BUSY_ATTEMPTS: u32 = 3;
+
+pub(super) enum Msg {
+    Op(StoreOp),
+    Flush(SyncSender<Result<(), StoreError>>),
+    Prune {
+        max_age: Duration,
+        max_bytes: u64,
+        reply: SyncSender<Result<PruneReport, StoreError>>,
+    },
+    #[cfg(test)]
+    Exec(String, SyncSender<Result<(), StoreError>>),
+}
+
+/// Where writes currently go.
+enum Mode {
+    /// The configured location (file or memory).
+    Normal,
+    /// The file failed; writes go to an in-memory copy.
+    Fallback { reason: String },
+    /// Nothing works; writes are dropped.
+    Disabled { reason: String, dropped: u64 },
+}
+
+pub(super) struct Writer {
+    conn: SharedConn,
+    shared: Arc<Shared>,
+    rx: Receiver<Msg>,
+    mode: Mode,
+    max_age: Duration,
+    max_bytes: u64,
+    background_prune: bool,
+}
+
+impl Writer {
+    pub(super) fn new(
+        conn: SharedConn,
+        shared: Arc<Shared>,
+        rx: Receiver<Msg>,
+        cfg: &StoreConfig,
+    ) -> Writer {
+        Writer {
+            conn,
+            shared,
+            rx,
+            mode: Mode::Normal,
+            max_age: cfg.max_age,
+            max_bytes: cfg.max_bytes,
+            background_prune: cfg.background_prune
+                && (!cfg.max_age.is_zero() || cfg.max_bytes != 0),
+        }
+    }
+
+    pub(super) fn run(mut self) {
+        let mut next_prune = Instant::now();
+        let mut ops: Vec<StoreOp> = Vec::new();
+        loop {
+            if self.background_prune && Instant::now() >= next_prune {
+                self.background_retention();
+                next_prune = Instant::now() + RETENTION_INTERVAL;
+            }
+            let first = if self.background_prune {
+                let wait = next_prune.saturating_duration_since(Instant::now());
+                match self.rx.recv_timeout(wait) {
+                    Ok(msg) => msg,
+                    Err(RecvTimeoutError::Timeout) => continue,
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
+            } else {
+                match self.rx.recv() {
+                    Ok(msg) => msg,
+                    Err(_) => break,
+                }
+            };
+            let mut next = Some(first);
+            while let Some(msg) = next.take() {
+                match msg {
+                    Msg::Op(op) => ops.push(op),
+                    Msg::Flush(reply) => {
+                        self.commit(&mut ops);
+                        let _ = reply.send(self.durability());
+                    }
+                    Msg::Prune {
+                        max_age,
+                        max_bytes,
+                        reply,
+                    } => {
+                        self.commit(&mut ops);
+                        let _ = reply.send(self.prune(max_age, max_bytes));
+                    }
+                    #[cfg(test)]
+                    Msg::Exec(sql, reply) => {
+                        self.commit(&mut ops);
+                        let r = lock(&self.conn)
+                            .execute_batch(&sql)
+                            .map_err(|source| self.write_err(source));
+                        let _ = reply.send(r);
+                    }
+                }
+                if ops.len() < MAX_BATCH {
+                    next = self.rx.try_recv().ok();
+                }
+            }
+            self.commit(&mut ops);
+        }
+        if let Mode::Disabled { dropped, .. } = self.mode {
+            if dropped > 0 {
+                tracing::warn!(
+                    "store {}: {dropped} write(s) were not stored",
+                    self.shared.location
+                );
+            }
+        }
+    }
+
+    fn write_err(&self, source: rusqlite::Error) -> StoreError {
+        StoreError::Write {
+            location: self.shared.location_text(),
+            source,
+        }
+    }
+
+    /// What `flush` reports once everything before it is applied.
+    fn durability(&self) -> Result<(), StoreError> {
+        match &self.mode {
+            Mode::Normal => Ok(()),
+            Mode::Fallback { reason } | Mode::Disabled { reason, .. } => {
+                Err(StoreError::Degraded {
+                    location: self.shared.location_text(),
+                    reason: reason.clone(),
+                })
+            }
+        }
+    }
+
+    /// Apply the pending writes in one transaction; on failure move to the next mode down
+    /// and apply them there.
+    fn commit(&mut self, ops: &mut Vec<StoreOp>) {
+        if ops.is_empty() {
+            return;
+        }
+        let mut busy_attempts = 0;
+        loop {
+            if let Mode::Disabled { dropped, .. } = &mut self.mode {
+                *dropped += ops.len() as u64;
+                ops.clear();
+                return;
+            }
+            let result = apply_batch(&mut lock(&self.conn), ops, unix_now());
+            match result {
+                Ok(()) => {
+                    ops.clear();
+                    return;
+                }
+                Err(e) if is_busy(&e) && busy_attempts + 1 < BUSY_ATTEMPTS => {
+                    busy_attempts += 1;
+                    tracing::debug!("store {}: busy, retrying: {e}", self.shared.location);
+                }
+                Err(e) => self.degrade(e),
+            }
+        }
+    }
+
+    /// A write failed: go from the file to memory, or from memory to nothing.
+    fn degrade(&mut self, error: rusqlite::Error) {
+        let reason = self.write_err(error).to_string();
+        match (&self.mode, &self.shared.location) {
+            (Mode::Normal, StoreLocation::Path(_)) => {
+                tracing::warn!(
+                    "{reason}; keeping child transcripts in memory from now on (they will not \
+                     survive a restart)"
+                );
+                let copy = copy_to_memory(&lock(&self.conn));
+                match copy {
+                    Ok(mem) => {
+                        let mem = Arc::new(Mutex::new(mem));
+                        self.conn = mem.clone();
+                        *lock(&self.shared.reader) = Some(mem);
+                        *lock(&self.shared.degraded) = Some(reason.clone());
+                        self.mode = Mode::Fallback { reason };
+                    }
+                    Err(e) => self.disable(format!("{reason}; and no memory store: {e}")),
+                }
+            }
+            _ => {
+                tracing::warn!("{reason}; child transcripts are no longer stored");
+                self.disable(reason);
+            }
+        }
+    }
+
+    fn disable(&mut self, reason: String) {
+        *lock(&self.shared.degraded) = Some(reason.clone());
+        self.mode = Mode::Disabled { reason, dropped: 0 };
+    }
+
+    fn prune(&mut self, max_age: Duration, max_bytes: u64) -> Result<PruneReport, StoreError> {
+        if matches!(self.mode, Mode::Disabled { .. }) {
+            return Err(self.durability().err().unwrap_or(StoreError::Unavailable));
+        }
+        let path = match (&self.mode, &self.shared.location) {
+            (Mode::Normal, StoreLocation::Path(p)) => Some(p.clone()),
+            _ => None,
+        };
+        let file_bytes_before = path.as_deref().and_then(super::disk_bytes);
+        let mut report = retention::prune(&mut lock(&self.conn), unix_now(), max_age, max_bytes)
+            .map_err(|source| self.write_err(source))?;
+        report.file_bytes_before = file_bytes_before;
+        report.file_bytes_after = path.as_deref().and_then(super::disk_bytes);
+        Ok(report)
+    }
+
+    fn background_retention(&mut self) {
+        match self.prune(self.max_age, self.max_bytes) {
+            Ok(r) if r.removed_by_age + r.removed_by_size > 0 => tracing::info!(
+                "store {}: retention removed {} child transcript(s) ({} by age, {} by size)",
+                self.shared.location,
+                r.removed_by_age + r.removed_by_size,
+                r.removed_by_age,
+                r.removed_by_size
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::warn!("store retention failed: {e}"),
+        }
+    }
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    )
+}
+
+/// Copy a database into a new in-memory one (or start an empty one if it cannot be read).
+fn copy_to_memory(from: &Connection) -> Result<Connection, StoreError> {
+    let mut mem = Connection::open_in_memory()
+        .map_err(|source| super::schema::classify_open_error("memory", source))?;
+    let copied = (|| -> rusqlite::Result<()> {
+        let backup = Backup::new(from, &mut mem)?;
+        // Bounded: the file is ours; another process holding it busy for a minute means
+        // we start from empty instead.
+        for _ in 0..600 {
+            match backup.step(-1)? {
+                StepResult::Done => return Ok(()),
+                _ => std::thread::sleep(Duration::from_millis(100)),
+            }
+        }
+        Err(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+            Some("the file stayed busy".into()),
+        ))
+    })();
+    match copied {
+        Ok(()) => Ok(mem),
+        Err(e) => {
+            tracing::warn!(
+                "store: cannot copy the file's transcripts into memory ({e}); starting empty"
+            );
+            open_memory()
+        }
+    }
+}
+
+/// Apply writes in one immediate transaction (`BEGIN IMMEDIATE` takes the write lock up
+/// front, so a busy file is met at the start, where the busy timeout applies, not midway).
+fn apply_batch(conn: &mut Connection, ops: &[StoreOp], now: i64) -> rusqlite::Result<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    for op in ops {
+        apply(&tx, op, now)?;
+    }
+    tx.commit()
+}
+
+fn apply(conn: &Connection, op: &StoreOp, now: i64) -> rusqlite::Result<()> {
+    match op {
+        StoreOp::UpsertChild {
+            child_id,
+            parent_session_id,
+            spawn_tool_call_id,
+            agent,
+            cwd,
+            title,
+            state,
+        } => {
+            conn.prepare_cached(
+                "INSERT INTO children (child_id, parent_session_id, spawn_tool_call_id, agent,
+                                       cwd, title, state, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)
+                 ON CONFLICT (child_id) DO UPDATE SET
+                    parent_session_id = excluded.parent_session_id,
+                    spawn_tool_call_id = excluded.spawn_tool_call_id,
+                    agent = excluded.agent,
+                    cwd = coalesce(excluded.cwd, cwd),
+                    title = coalesce(excluded.title, title),
+                    state = excluded.state,
+                    updated_at = excluded.updated_at",
+            )?
+            .execute(params![
+                child_id,
+                parent_session_id,
+                spawn_tool_call_id,
+                agent,
+                cwd,
+                title,
+                state,
+                now
+            ])?;
+        }
+        StoreOp::AppendUpdate { child_id, update } => {
+            ensure_child(conn, child_id, now)?;
+            let seq: i64 = conn
+                .prepare_cached(
+                    "UPDATE children SET update_count = update_count + 1,
+                                         update_bytes = update_bytes + ?2
+                     WHERE child_id = ?1 RETURNING update_count - 1",
+                )?
+                .query_row(params![child_id, update.len() as i64], |r| r.get(0))?;
+            conn.prepare_cached("INSERT INTO updates (child_id, seq, body) VALUES (?1, ?2, ?3)")?
+                .execute(params![child_id, seq, update])?;
+        }
+        StoreOp::SetState { child_id, state } => {
+            ensure_child(conn, child_id, now)?;
+            conn.prepare_cached("UPDATE children SET state = ?2 WHERE child_id = ?1")?
+                .execute(params![child_id, state])?;
+        }
+        StoreOp::SetIndices {
+            child_id,
+            entry_count,
+            turns,
+        } => {
+            ensure_child(conn, child_id, now)?;
+            conn.prepare_cached(
+                "UPDATE children SET entry_count = ?2, turns = ?3 WHERE child_id = ?1",
+            )?
+            .execute(params![child_id, entry_count, encode_turns(turns)])?;
+        }
+    }
+    Ok(())
+}
+
+/// Make sure the child has a row (a placeholder if unknown) and mark it updated now.
+fn ensure_child(conn: &Connection, child_id: &str, now: i64) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO children (child_id, parent_session_id, spawn_tool_call_id, agent, state,
+                               created_at, updated_at)
+         VALUES (?1, '', '', '', 'announced', ?2, ?2)
+         ON CONFLICT (child_id) DO UPDATE SET updated_at = excluded.updated_at",
+    )?
+    .execute(params![child_id, now])?;
+    Ok(())
+}
