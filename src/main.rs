@@ -60,6 +60,14 @@ enum Command {
         /// Config file to check.
         path: Option<PathBuf>,
     },
+    /// Show what Zed would display: a scripted Zed-like client drives the proxy over the
+    /// built-in demo agent (two subagents) and prints the parent thread with its subagent
+    /// cards, then each child thread with the index range its card points at.
+    Demo {
+        /// Extra proxy flags, e.g. `--config proxy.toml`.
+        #[arg(last = true)]
+        proxy_args: Vec<String>,
+    },
     /// Run the built-in scripted ACP agent (used by the demo and the tests).
     #[command(hide = true)]
     DemoAgent {
@@ -129,6 +137,10 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             let cfg = Config::from_file(&path)?;
             println!("{}: ok", path.display());
             println!("{cfg:#?}");
+            Ok(0)
+        }
+        Some(Command::Demo { proxy_args }) => {
+            acp_proxy::demo::run(&proxy_args)?;
             Ok(0)
         }
         Some(Command::DemoAgent { script }) => {

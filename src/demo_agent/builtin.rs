@@ -99,6 +99,11 @@ impl Agent {
                     .unwrap_or("")
                     .to_owned();
                 let turn = self.turn(&text);
+                if let Some(h) = self.sessions.get_mut(&sid) {
+                    // Replays start the turn with the user's prompt; live, the client has it.
+                    h.push(json!({"sessionUpdate": "user_message_chunk",
+                        "content": {"type": "text", "text": text}}));
+                }
                 for update in turn {
                     write_message(out, &notification(&sid, update.clone()))?;
                     if let Some(h) = self.sessions.get_mut(&sid) {
@@ -118,32 +123,80 @@ impl Agent {
         id
     }
 
-    /// One prompt turn, as session/update payloads.
+    /// One prompt turn, as session/update payloads: two parallel subagents in Claude's
+    /// legacy shape, their events interleaved.
     fn turn(&mut self, prompt: &str) -> Vec<Value> {
-        let spawn = self.tool_id();
+        let survey = self.tool_id();
         let glob = self.tool_id();
-        let task = "Survey text files";
-        let child_prompt = format!("List the text files in the project ({prompt})");
-        vec![
-            json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": prompt}}),
-            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "I'll delegate the survey to a subagent."}}),
-            json!({"sessionUpdate": "tool_call", "toolCallId": spawn, "title": "Task", "kind": "think",
-                   "status": "pending", "rawInput": {}, "_meta": {"claudeCode": {"toolName": "Agent"}}}),
-            json!({"sessionUpdate": "tool_call_update", "toolCallId": spawn, "title": task,
+        let read = self.tool_id();
+        let review = self.tool_id();
+        let grep = self.tool_id();
+        let spawn = |id: &str| {
+            json!({"sessionUpdate": "tool_call", "toolCallId": id, "title": "Task", "kind": "think",
+                   "status": "pending", "rawInput": {}, "_meta": {"claudeCode": {"toolName": "Agent"}}})
+        };
+        let refine = |id: &str, task: &str, child_prompt: &str| {
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "title": task,
                    "rawInput": {"description": task, "prompt": child_prompt, "subagent_type": "general-purpose"},
-                   "_meta": {"claudeCode": {"toolName": "Agent"}}}),
-            json!({"sessionUpdate": "tool_call", "toolCallId": glob, "title": "Find `*.txt`", "kind": "search",
-                   "status": "pending", "rawInput": {"pattern": "*.txt"}, "locations": [],
-                   "_meta": {"claudeCode": {"toolName": "Glob", "parentToolUseId": spawn}}}),
-            json!({"sessionUpdate": "tool_call_update", "toolCallId": glob,
-                   "_meta": {"claudeCode": {"toolResponse": {"filenames": ["a.txt", "b.txt"], "numFiles": 2}, "toolName": "Glob"}}}),
-            json!({"sessionUpdate": "tool_call_update", "toolCallId": glob, "status": "completed",
-                   "content": [{"type": "content", "content": {"type": "text", "text": "a.txt\nb.txt"}}],
-                   "_meta": {"claudeCode": {"toolName": "Glob", "parentToolUseId": spawn}}}),
-            json!({"sessionUpdate": "tool_call_update", "toolCallId": spawn, "status": "completed",
-                   "content": [{"type": "content", "content": {"type": "text", "text": "Found 2 text files: a.txt, b.txt"}}],
-                   "_meta": {"claudeCode": {"toolName": "Agent"}}}),
-            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "The subagent found two text files: a.txt and b.txt."}}),
+                   "_meta": {"claudeCode": {"toolName": "Agent"}}})
+        };
+        let child_call = |id: &str, parent: &str, title: &str, tool: &str| {
+            json!({"sessionUpdate": "tool_call", "toolCallId": id, "title": title, "kind": "search",
+                   "status": "pending", "_meta": {"claudeCode": {"toolName": tool, "parentToolUseId": parent}}})
+        };
+        // Claude's post-tool hook update carries no parent id.
+        let hook = |id: &str, tool: &str| {
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": id,
+                   "_meta": {"claudeCode": {"toolResponse": {}, "toolName": tool}}})
+        };
+        let done = |id: &str, parent: &str, tool: &str, text: &str| {
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "completed",
+                   "content": [{"type": "content", "content": {"type": "text", "text": text}}],
+                   "_meta": {"claudeCode": {"toolName": tool, "parentToolUseId": parent}}})
+        };
+        let child_says = |parent: &str, text: &str| {
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text},
+                   "_meta": {"claudeCode": {"parentToolUseId": parent}}})
+        };
+        let finish = |id: &str, text: &str| {
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "completed",
+                   "content": [{"type": "content", "content": {"type": "text", "text": text}}],
+                   "_meta": {"claudeCode": {"toolName": "Agent"}}})
+        };
+        vec![
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text",
+                   "text": format!("I'll split \"{prompt}\" between two subagents.")}}),
+            spawn(&survey),
+            refine(
+                &survey,
+                "Survey text files",
+                "List the text files in the project and summarise them.",
+            ),
+            spawn(&review),
+            refine(
+                &review,
+                "Look for TODOs",
+                "Find TODO comments in the source.",
+            ),
+            child_call(&glob, &survey, "Find `*.txt`", "Glob"),
+            child_call(&grep, &review, "Search `TODO`", "Grep"),
+            hook(&glob, "Glob"),
+            done(&glob, &survey, "Glob", "a.txt\nb.txt"),
+            child_call(&read, &survey, "Read a.txt", "Read"),
+            done(
+                &grep,
+                &review,
+                "Grep",
+                "src/main.rs:12: TODO: handle errors",
+            ),
+            child_says(&review, "One TODO, in src/main.rs line 12."),
+            finish(&review, "One TODO, in src/main.rs line 12."),
+            hook(&read, "Read"),
+            done(&read, &survey, "Read", "hello from a.txt"),
+            child_says(&survey, "Two text files: a.txt (a greeting) and b.txt."),
+            finish(&survey, "Two text files: a.txt (a greeting) and b.txt."),
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text",
+                   "text": "Both subagents are done: two text files, and one TODO in src/main.rs."}}),
         ]
     }
 }

@@ -8,25 +8,20 @@ pub const CHILD_ID_PREFIX: &str = "acpx-sub-";
 
 /// The client-facing id of the child spawned by `spawn_tool_call_id` in `parent_session_id`.
 pub fn child_session_id(parent_session_id: &str, spawn_tool_call_id: &str) -> String {
-    // Two independent 64-bit FNV-1a hashes over "parent \0 spawn": stable across versions and
-    // platforms, short enough for logs, wide enough that collisions do not matter.
-    let a = fnv1a(0xcbf2_9ce4_8422_2325, parent_session_id, spawn_tool_call_id);
-    let b = fnv1a(0x84222325_cbf29ce4, parent_session_id, spawn_tool_call_id);
-    format!("{CHILD_ID_PREFIX}{a:016x}{b:016x}")
-}
-
-fn fnv1a(seed: u64, parent: &str, spawn: &str) -> u64 {
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let mut h = seed;
-    for b in parent
-        .bytes()
-        .chain(std::iter::once(0))
-        .chain(spawn.bytes())
-    {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(PRIME);
+    use sha2::{Digest, Sha256};
+    // SHA-256 over "parent \0 spawn", first 128 bits: stable across versions and platforms,
+    // and unrelated inputs never look alike.
+    let digest = Sha256::new()
+        .chain_update(parent_session_id.as_bytes())
+        .chain_update([0u8])
+        .chain_update(spawn_tool_call_id.as_bytes())
+        .finalize();
+    let mut id = String::with_capacity(CHILD_ID_PREFIX.len() + 32);
+    id.push_str(CHILD_ID_PREFIX);
+    for b in &digest[..16] {
+        id.push_str(&format!("{b:02x}"));
     }
-    h
+    id
 }
 
 /// Whether a session id has the shape of a proxy-made child id.
@@ -74,7 +69,7 @@ mod tests {
         // Changing the derivation would orphan every stored transcript: this pins it.
         assert_eq!(
             child_session_id("1e036a18-9600-4de4-ad46-24ad9aa9a97a", "toolu_0002"),
-            child_session_id("1e036a18-9600-4de4-ad46-24ad9aa9a97a", "toolu_0002")
+            "acpx-sub-fe0c6cd6568fbe9287c05f5d2f21efc6"
         );
     }
 }
