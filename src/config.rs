@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::engine::{ChildCancel, EngineConfig, LiveChildEvents};
+use crate::engine::{ChildCancel, EngineConfig, Limits, LiveChildEvents};
 use crate::subagents::presets;
 
 /// Default maximum size of one frame held in memory (64 MiB).
@@ -54,6 +54,7 @@ pub struct Config {
     pub shutdown: ShutdownConfig,
     pub zed: ZedConfig,
     pub subagents: SubagentsConfig,
+    pub limits: LimitsConfig,
     /// Durable child transcripts (`[store]`).
     pub store: crate::store::StoreConfig,
 }
@@ -68,6 +69,7 @@ impl Default for Config {
             shutdown: ShutdownConfig::default(),
             zed: ZedConfig::default(),
             subagents: SubagentsConfig::default(),
+            limits: LimitsConfig::default(),
             store: crate::store::StoreConfig::default(),
         }
     }
@@ -146,6 +148,29 @@ impl Default for ZedConfig {
     }
 }
 
+/// `[limits]`: bounds against runaway agents. Past a limit the proxy stops modelling that
+/// subagent and relays its frames unchanged (and says so); no frame is ever dropped.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsConfig {
+    pub max_subagents_per_session: usize,
+    pub max_depth: usize,
+    pub max_transcript_bytes: usize,
+    pub max_finished_in_memory: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        let l = Limits::default();
+        LimitsConfig {
+            max_subagents_per_session: l.max_subagents_per_session,
+            max_depth: l.max_depth,
+            max_transcript_bytes: l.max_transcript_bytes,
+            max_finished_in_memory: l.max_finished_in_memory,
+        }
+    }
+}
+
 /// `[subagents]`: which agents' subagent signatures are recognised.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -178,6 +203,12 @@ impl Config {
                 .iter()
                 .filter_map(|n| presets::by_name(n))
                 .collect(),
+            limits: Limits {
+                max_subagents_per_session: self.limits.max_subagents_per_session,
+                max_depth: self.limits.max_depth,
+                max_transcript_bytes: self.limits.max_transcript_bytes,
+                max_finished_in_memory: self.limits.max_finished_in_memory,
+            },
         }
     }
 
@@ -238,6 +269,21 @@ impl Config {
                     "has unknown preset `{bad_name}` (known: {})",
                     known.join(", ")
                 ),
+            ));
+        }
+        if self.limits.max_depth == 0 {
+            return Err(bad("limits.max_depth", "must be at least 1".into()));
+        }
+        if self.limits.max_subagents_per_session == 0 {
+            return Err(bad(
+                "limits.max_subagents_per_session",
+                "must be at least 1".into(),
+            ));
+        }
+        if self.limits.max_transcript_bytes < 1024 {
+            return Err(bad(
+                "limits.max_transcript_bytes",
+                "must be at least 1024".into(),
             ));
         }
         if self.zed.permission_hold_ms > 60_000 {

@@ -94,6 +94,13 @@ impl Engine {
         if let Some(parent_ref) = self.detector.parent_ref(&update).map(str::to_owned) {
             match self.reg.by_spawn(&sid, &parent_ref).map(str::to_owned) {
                 Some(cid) => self.child_event(&cid, &sid, Some(update), frame, now, out),
+                // A spawn over a limit: its child's events pass through as the agent sent them.
+                None if self
+                    .passthrough_spawns
+                    .contains(&(sid.clone(), parent_ref.clone())) =>
+                {
+                    out.push(Action::ToClient(frame));
+                }
                 None => {
                     self.note(
                         out,
@@ -109,7 +116,11 @@ impl Engine {
         }
         if kind == "tool_call" {
             if let (Some(t), Some(tool_name)) = (&tool, self.detector.spawn_tool_name(&update)) {
-                self.new_spawn(&sid, &sid, &sid, t, tool_name, update, out);
+                if self.spawn_allowed(&sid, &sid, t, out) {
+                    self.new_spawn(&sid, &sid, &sid, t, tool_name, update, out);
+                } else {
+                    out.push(Action::ToClient(frame));
+                }
                 self.release_held(&sid, t, now, out);
                 return;
             }
@@ -232,6 +243,9 @@ impl Engine {
             self.persist_state(cid, out);
         }
         self.emit(&parent, update, out);
+        if finished {
+            self.retire(cid);
+        }
     }
 
     /// An event of a child's own: record it in the child thread (never in the parent).
@@ -259,11 +273,22 @@ impl Engine {
                 if let Some(tool_name) = self.detector.spawn_tool_name(&update) {
                     // A child spawning a child: the card lives in the child's thread.
                     let top = self.reg.get(cid).map(|c| c.top.clone()).unwrap_or_default();
-                    self.new_spawn(root, cid, &top, t, tool_name, update, out);
-                    self.release_held(root, t, now, out);
-                    return;
+                    if self.spawn_allowed(cid, &top, t, out) {
+                        self.new_spawn(root, cid, &top, t, tool_name, update, out);
+                        self.release_held(root, t, now, out);
+                        return;
+                    }
+                    // Over a limit: the spawn stays an ordinary tool call of this child.
+                    self.passthrough_spawns.insert((root.to_owned(), t.clone()));
                 }
             }
+        }
+        if self.reg.get(cid).is_some_and(|c| c.degraded) {
+            if let (Some(t), "tool_call") = (&tool, kind.as_str()) {
+                self.reg.set_tool_owner(root, t, cid);
+            }
+            out.push(Action::ToClient(frame));
+            return;
         }
         if kind == "tool_call" || kind == "tool_call_update" {
             zed::strip_meta(&mut update);
@@ -516,6 +541,7 @@ impl Engine {
         let parent = child.parent.clone();
         self.persist_state(cid, out);
         self.emit(&parent, card, out);
+        self.retire(cid);
     }
 
     /// The parent's prompt turn ended: children whose cancel was asked for are cancelled now.
@@ -543,10 +569,23 @@ impl Engine {
     }
 
     fn record_in(&mut self, cid: &str, update: &Value, out: &mut Vec<Action>) {
+        let max = self.cfg.limits.max_transcript_bytes;
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
-        let text = child.record(update);
+        if child.degraded {
+            return;
+        }
+        let text = update.to_string();
+        if child.bytes + text.len() > max {
+            child.degraded = true;
+            let msg = format!(
+                "subagent {cid}: transcript reached max_transcript_bytes ({max}); its further events pass through to the parent unchanged"
+            );
+            self.note(out, NoteLevel::Warn, msg);
+            return;
+        }
+        let text = child.record_text(update, text);
         if child.loaded {
             out.push(Action::ToClient(zed::notification_raw(cid, &text)));
         }
@@ -594,6 +633,67 @@ impl Engine {
             }
         }
         cur
+    }
+
+    /// A child finished: keep only the most recent finished children in memory. The others
+    /// are in the store, which serves their loads and restores them for parent replays.
+    fn retire(&mut self, cid: &str) {
+        if !self.reg.get(cid).is_some_and(|c| c.state.is_final()) {
+            return;
+        }
+        self.finished.push_back(cid.to_owned());
+        while self.finished.len() > self.cfg.limits.max_finished_in_memory {
+            let Some(old) = self.finished.pop_front() else {
+                break;
+            };
+            let busy = self
+                .reg
+                .children
+                .values()
+                .any(|c| c.parent == old && !c.state.is_final());
+            if busy || !self.reg.get(&old).is_some_and(|c| c.state.is_final()) {
+                continue;
+            }
+            self.reg.remove(&old);
+            self.store_tried.remove(&old);
+        }
+    }
+
+    /// Whether a new child under `parent` stays within the limits; says why not, once per
+    /// session and limit.
+    fn spawn_allowed(
+        &mut self,
+        parent: &str,
+        top: &str,
+        spawn_id: &str,
+        out: &mut Vec<Action>,
+    ) -> bool {
+        let limits = self.cfg.limits;
+        let depth = self.reg.depth(parent) + 1;
+        let siblings = self.reg.children.values().filter(|c| c.top == top).count();
+        let problem = if depth > limits.max_depth {
+            Some(("max_depth", limits.max_depth))
+        } else if siblings >= limits.max_subagents_per_session {
+            Some((
+                "max_subagents_per_session",
+                limits.max_subagents_per_session,
+            ))
+        } else {
+            None
+        };
+        let Some((limit, value)) = problem else {
+            return true;
+        };
+        if top == parent {
+            self.passthrough_spawns
+                .insert((top.to_owned(), spawn_id.to_owned()));
+        }
+        self.report_once(
+            &format!("{limit}:{top}"),
+            out,
+            format!("session {top}: {limit} ({value}) reached; spawn {spawn_id} and its events pass through unchanged"),
+        );
+        false
     }
 
     /// A request from the agent to the client (`session/request_permission`, `fs/*`,

@@ -95,6 +95,29 @@ pub struct EngineConfig {
     pub permission_hold_ms: Millis,
     pub max_held_permissions: usize,
     pub presets: Vec<Preset>,
+    pub limits: Limits,
+}
+
+/// Bounds against runaway or hostile agents. Past a limit the proxy stops modelling that
+/// child and relays its frames unchanged; it never drops a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_subagents_per_session: usize,
+    pub max_depth: usize,
+    pub max_transcript_bytes: usize,
+    /// Finished children kept in memory; older ones are served from the store.
+    pub max_finished_in_memory: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_subagents_per_session: 1000,
+            max_depth: 8,
+            max_transcript_bytes: 16 * 1024 * 1024,
+            max_finished_in_memory: 64,
+        }
+    }
 }
 
 impl Default for EngineConfig {
@@ -108,6 +131,7 @@ impl Default for EngineConfig {
             permission_hold_ms: 500,
             max_held_permissions: 64,
             presets: presets::ALL.to_vec(),
+            limits: Limits::default(),
         }
     }
 }
@@ -151,6 +175,10 @@ pub struct Engine {
     store_tried: HashSet<String>,
     /// Mismatch reports already made (each kind once per connection).
     reported: HashSet<String>,
+    /// Spawns over a limit, as (agent session, tool call id): their events pass through.
+    passthrough_spawns: HashSet<(String, String)>,
+    /// Finished children in the order they finished (the oldest leave memory first).
+    finished: std::collections::VecDeque<String>,
 }
 
 impl Default for Engine {
@@ -187,6 +215,8 @@ impl Engine {
             held: Vec::new(),
             store_tried: HashSet::new(),
             reported: HashSet::new(),
+            passthrough_spawns: HashSet::new(),
+            finished: std::collections::VecDeque::new(),
         }
     }
 
@@ -320,6 +350,11 @@ impl Engine {
             );
             out.push(Action::ToClient(line));
         }
+    }
+
+    /// Children currently held in memory (finished ones beyond the limit live in the store).
+    pub fn children_in_memory(&self) -> usize {
+        self.reg.len()
     }
 
     /// Number of client requests still waiting for the agent.

@@ -103,6 +103,10 @@ pub struct Child {
     /// them again.
     pub replay_skip: bool,
     pub cwd: Option<String>,
+    /// Bytes recorded in `thread`.
+    pub bytes: usize,
+    /// Over a limit: the child's events pass through to the parent unchanged.
+    pub degraded: bool,
 }
 
 impl Child {
@@ -142,6 +146,8 @@ impl Child {
             seen_messages: Vec::new(),
             replay_skip: false,
             cwd: None,
+            bytes: 0,
+            degraded: false,
         }
     }
 
@@ -155,26 +161,25 @@ impl Child {
 
     /// Record one update (already in its final, client-facing form).
     pub fn record(&mut self, update: &Value) -> String {
+        self.record_text(update, update.to_string())
+    }
+
+    /// Record one update whose serialised form the caller already has.
+    pub fn record_text(&mut self, update: &Value, text: String) -> String {
         let kind = update
             .get("sessionUpdate")
             .and_then(Value::as_str)
             .unwrap_or("");
         let tool = update.get("toolCallId").and_then(Value::as_str);
         self.entries.push(kind, tool);
-        let text = update.to_string();
+        self.bytes += text.len();
         self.thread.push(text.clone());
         text
     }
 
-    /// Put an update before everything recorded so far (the task prompt, when it became
-    /// known only after the child's first events) and recount entries.
-    pub fn record_first(&mut self, update: &Value) {
-        self.thread.insert(0, update.to_string());
-        self.recount();
-    }
-
-    /// Rebuild the entry counter from the thread.
+    /// Rebuild the entry counter (and size) from the thread.
     pub fn recount(&mut self) {
+        self.bytes = self.thread.iter().map(String::len).sum();
         let mut entries = EntryCounter::default();
         for text in &self.thread {
             if let Ok(v) = serde_json::from_str::<Value>(text) {
@@ -282,6 +287,29 @@ impl Registry {
         self.children.values().any(|c| {
             c.top == session && c.agent_child.is_none() && (!c.state.is_final() || c.background)
         })
+    }
+
+    /// Nesting depth of a session: 0 for a top-level session, 1 for its children, ...
+    pub fn depth(&self, session: &str) -> usize {
+        let mut depth = 0;
+        let mut cur = session;
+        while let Some(c) = self.children.get(cur) {
+            depth += 1;
+            if depth > 1024 {
+                break;
+            }
+            cur = &c.parent;
+        }
+        depth
+    }
+
+    /// Forget a child and every lookup that leads to it (it stays in the durable store).
+    pub fn remove(&mut self, id: &str) -> Option<Child> {
+        let child = self.children.remove(id)?;
+        self.by_spawn.retain(|_, v| v != id);
+        self.by_agent_child.retain(|_, v| v != id);
+        self.tool_owner.retain(|_, v| v != id);
+        Some(child)
     }
 
     /// Known agent-side ids of children (for filtering `session/list`).

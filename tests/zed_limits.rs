@@ -1,0 +1,166 @@
+//! Limits: past each one the proxy relays the agent's frames unchanged and says so; finished
+//! children leave memory and are served from the store.
+
+mod support;
+
+use acp_proxy::engine::{EngineConfig, Limits};
+use acp_proxy::subagents::ids::child_session_id;
+use serde_json::{json, Value};
+use support::harness::{line, Harness};
+
+const S: &str = "s";
+
+fn harness(limits: Limits) -> Harness {
+    let mut h = Harness::new(EngineConfig {
+        display: acp_proxy::config::Display::Zed,
+        limits,
+        ..EngineConfig::default()
+    });
+    let id = h.request(
+        "initialize",
+        json!({"protocolVersion": 1, "clientInfo": {"name": "zed"}}),
+    );
+    h.agent(json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": 1, "agentCapabilities": {"loadSession": true}}}));
+    let id = h.request("session/new", json!({"cwd": "/p", "mcpServers": []}));
+    h.agent(json!({"jsonrpc": "2.0", "id": id, "result": {"sessionId": S}}));
+    h
+}
+
+fn upd(update: Value) -> Value {
+    json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": S, "update": update}})
+}
+
+fn spawn_msg(id: &str, parent: Option<&str>) -> Value {
+    let mut meta = json!({"claudeCode": {"toolName": "Agent"}});
+    if let Some(p) = parent {
+        meta["claudeCode"]["parentToolUseId"] = json!(p);
+    }
+    upd(
+        json!({"sessionUpdate": "tool_call", "toolCallId": id, "title": "Task", "kind": "think",
+        "rawInput": {"prompt": format!("task {id}")}, "_meta": meta}),
+    )
+}
+
+fn child_msg(spawn: &str, n: usize) -> Value {
+    upd(
+        json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": format!("{spawn} says {n}")},
+        "_meta": {"claudeCode": {"parentToolUseId": spawn}}}),
+    )
+}
+
+fn done_msg(id: &str) -> Value {
+    upd(
+        json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "completed", "_meta": {"claudeCode": {"toolName": "Agent"}}}),
+    )
+}
+
+fn passed_through(h: &Harness, msg: &Value) -> bool {
+    h.to_client.contains(&line(msg))
+}
+
+#[test]
+fn spawns_over_the_per_session_limit_pass_through() {
+    let mut h = harness(Limits {
+        max_subagents_per_session: 2,
+        ..Limits::default()
+    });
+    for id in ["a", "b", "c"] {
+        h.agent(spawn_msg(id, None));
+    }
+    assert!(
+        !passed_through(&h, &spawn_msg("a", None)),
+        "within the limit: rewritten"
+    );
+    assert!(
+        passed_through(&h, &spawn_msg("c", None)),
+        "over the limit: unchanged"
+    );
+    let c_event = child_msg("c", 1);
+    h.agent(c_event.clone());
+    assert!(
+        passed_through(&h, &c_event),
+        "the degraded child's events are not dropped"
+    );
+    assert_eq!(h.zed.threads[S].cards().len(), 2);
+    assert_eq!(
+        h.notes
+            .iter()
+            .filter(|n| n.contains("max_subagents_per_session"))
+            .count(),
+        1,
+        "{:?}",
+        h.notes
+    );
+}
+
+#[test]
+fn nesting_beyond_max_depth_stays_an_ordinary_tool_call() {
+    let mut h = harness(Limits {
+        max_depth: 1,
+        ..Limits::default()
+    });
+    h.agent(spawn_msg("outer", None));
+    h.agent(spawn_msg("inner", Some("outer")));
+    let inner_event = child_msg("inner", 1);
+    h.agent(inner_event.clone());
+    assert!(passed_through(&h, &inner_event));
+    let outer = child_session_id(S, "outer");
+    h.load_child(&outer);
+    let outer_thread = &h.zed.threads[&outer];
+    assert!(
+        outer_thread
+            .card("inner")
+            .is_some_and(|t| t.subagent.is_none()),
+        "{:#?}",
+        outer_thread.entries
+    );
+    assert!(h.notes.iter().any(|n| n.contains("max_depth")));
+}
+
+#[test]
+fn a_transcript_over_its_size_limit_degrades_to_pass_through() {
+    let mut h = harness(Limits {
+        max_transcript_bytes: 1024,
+        ..Limits::default()
+    });
+    h.agent(spawn_msg("a", None));
+    let events: Vec<Value> = (0..40).map(|n| child_msg("a", n)).collect();
+    for e in &events {
+        h.agent(e.clone());
+    }
+    let passed = events.iter().filter(|e| passed_through(&h, e)).count();
+    assert!(
+        passed > 0 && passed < events.len(),
+        "the first events are recorded, the rest pass: {passed}"
+    );
+    assert!(h.notes.iter().any(|n| n.contains("max_transcript_bytes")));
+}
+
+#[test]
+fn finished_children_leave_memory_and_load_from_the_store() {
+    let mut h = harness(Limits {
+        max_finished_in_memory: 3,
+        ..Limits::default()
+    });
+    for n in 0..50 {
+        let id = format!("sp{n}");
+        h.agent(spawn_msg(&id, None));
+        h.agent(child_msg(&id, n));
+        h.agent(done_msg(&id));
+    }
+    assert!(
+        h.engine.children_in_memory() <= 3,
+        "{} children in memory",
+        h.engine.children_in_memory()
+    );
+    let first = child_session_id(S, "sp0");
+    let id = h.load_child(&first);
+    assert_eq!(h.response(id).expect("answered")["result"], json!({}));
+    let texts: Vec<String> = h.zed.threads[&first]
+        .entries
+        .iter()
+        .map(|e| format!("{e:?}"))
+        .collect();
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    assert!(texts[1].contains("sp0 says 0"));
+}
