@@ -78,7 +78,9 @@ fn frame_texts<'a>(records: &'a [Value], dir: &str) -> Vec<&'a str> {
 fn dump_has_a_header_and_every_frame_private_raw_and_redacted() {
     let s = Scratch::new();
     let dump = s.p("dump.jsonl");
-    let (_proxy, records) = session_with_dump(&s, &["--dump", &dump], &dump);
+    // A pure relay, so that every frame's text can be compared at both points of the path.
+    let config = s.write("relay.toml", "display = \"off\"\n");
+    let (_proxy, records) = session_with_dump(&s, &["--config", &config, "--dump", &dump], &dump);
 
     let mode = std::fs::metadata(&dump)
         .expect("dump file")

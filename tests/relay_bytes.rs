@@ -177,7 +177,9 @@ fn requests_and_responses_keep_their_ids_in_both_directions() {
     );
     steps.push(json!({"record": {"path": rec2, "lines": 2}}));
     steps.push(json!({"raw": done}));
-    let mut proxy = Proxy::start(s.dir.path(), &[], &s.agent(&steps));
+    // A pure relay: in the other modes the client's `initialize` gains the subagent opt-in.
+    let config = s.write("relay.toml", "display = \"off\"\n");
+    let mut proxy = Proxy::start(s.dir.path(), &["--config", &config], &s.agent(&steps));
 
     for line in from_client {
         proxy.send(format!("{line}\n").as_bytes());

@@ -537,22 +537,59 @@ fn flat_mode_keeps_a_live_copy_in_the_parent() {
 }
 
 #[test]
-fn other_clients_get_a_pure_relay_in_auto_mode() {
+fn other_clients_get_the_childs_work_folded_into_the_card() {
     let mut h = Harness::new(EngineConfig::default());
     let id = h.request(
         "initialize",
         json!({"protocolVersion": 1, "clientInfo": {"name": "other-editor"}}),
     );
+    assert_eq!(h.engine.mode(), Some(acp_proxy::engine::Mode::Transcript));
     assert_eq!(
-        h.to_agent[0]["params"].get("clientCapabilities"),
-        None,
-        "no opt-in for non-Zed clients"
+        h.to_agent[0]["params"]["clientCapabilities"]["subagents"],
+        json!({}),
+        "opt-in on its behalf"
     );
     h.agent(json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": 1, "agentCapabilities": {}}}));
     assert_eq!(
         h.response(id).expect("answered")["result"]["agentCapabilities"],
-        json!({})
+        json!({}),
+        "no loadSession claim"
     );
+    let id = h.request("session/new", json!({"cwd": "/p", "mcpServers": []}));
+    h.agent(json!({"jsonrpc": "2.0", "id": id, "result": {"sessionId": S}}));
+    spawn(&mut h, S, "sp", None, "task");
+    child_tool(&mut h, "sp", "c1", "Read a.txt");
+    child_text(&mut h, "sp", "All read.");
+    complete(&mut h, S, "sp", "completed");
+    let parent = &h.zed.threads[S];
+    assert_eq!(
+        parent.tool_calls().count(),
+        1,
+        "only the spawn card: {:#?}",
+        parent.entries
+    );
+    let card = parent.card("sp").expect("card");
+    assert!(card.subagent.is_none(), "no Zed meta for other clients");
+    assert_eq!(card.status, "completed");
+    assert!(card.text.contains("- ✓ Read a.txt"), "{}", card.text);
+    assert!(card.text.contains("All read."), "{}", card.text);
+    assert!(
+        card.text.contains("result of sp"),
+        "the agent's own result is kept: {}",
+        card.text
+    );
+    assert!(h.zed.rejected.is_empty());
+}
+
+#[test]
+fn display_off_is_a_pure_relay() {
+    let mut h = Harness::new(EngineConfig {
+        display: acp_proxy::config::Display::Off,
+        ..EngineConfig::default()
+    });
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientInfo": {"name": "zed"}}});
+    h.client(init.clone());
+    assert_eq!(h.to_agent[0], init);
     let frame = json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": S,
         "update": {"sessionUpdate": "tool_call", "toolCallId": "t", "title": "Task", "_meta": {"claudeCode": {"toolName": "Agent"}}}}});
     h.agent(frame.clone());

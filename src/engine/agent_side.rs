@@ -7,11 +7,11 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{frames, Action, Engine, LiveChildEvents, Millis, NoteLevel};
+use super::{card_for, frames, Action, Engine, LiveChildEvents, Millis, Mode, NoteLevel};
 use crate::subagents::ids;
 use crate::subagents::model::{Child, ChildState};
 use crate::subagents::persist::StoreOp;
-use crate::subagents::zed;
+use crate::subagents::{transcript, zed};
 
 /// The routing-relevant head of `session/update` params, borrowed.
 #[derive(Deserialize)]
@@ -237,7 +237,21 @@ impl Engine {
                 update["title"] = json!(child.title);
             }
         }
-        zed::inject_meta(&mut update, child, kind == "tool_call");
+        if self.mode == Some(Mode::Transcript) {
+            if !child.log.is_empty() {
+                // The log first, then whatever the agent put in the card (its result).
+                let mut content = match transcript::content(child) {
+                    Value::Array(items) => items,
+                    _ => Vec::new(),
+                };
+                if let Some(Value::Array(agent)) = update.get("content") {
+                    content.extend(agent.iter().cloned());
+                }
+                update["content"] = Value::Array(content);
+            }
+        } else {
+            zed::inject_meta(&mut update, child, kind == "tool_call");
+        }
         let parent = child.parent.clone();
         if finished || !to_record.is_empty() {
             self.persist_state(cid, out);
@@ -329,11 +343,20 @@ impl Engine {
             return;
         };
         let mut card: Option<Value> = None;
+        let mode = self.mode;
         if child.card_final {
             // A background child keeps working after its card completed: extend its range.
             if child.entries.count() != entries_before {
                 child.end_turn();
-                card = Some(zed::card_update(child, None, None));
+                card = Some(card_for(mode, child, None, None));
+            }
+        } else if mode == Some(Mode::Transcript) {
+            // Fold the child's work into its card, at each step and each new text run.
+            let text_run_starts =
+                kind == "agent_message_chunk" && entries_before != child.entries.count();
+            let tool_status = kind == "tool_call_update" && update.get("status").is_some();
+            if (new_step || tool_status || text_run_starts) && !replaying && !replay_skip {
+                card = Some(card_for(mode, child, None, None));
             }
         } else if new_step && self.cfg.live_progress && !replaying && !replay_skip {
             child.steps += 1;
@@ -377,8 +400,8 @@ impl Engine {
                     let child = self.reg.get_mut(&cid);
                     if let Some(child) = child.filter(|c| c.title != t) {
                         child.title = t.to_owned();
-                        let card =
-                            (!child.progress_shown).then(|| zed::card_update(child, None, Some(t)));
+                        let card = (!child.progress_shown)
+                            .then(|| card_for(self.mode, child, None, Some(t)));
                         let parent = child.parent.clone();
                         if let Some(card) = card {
                             self.emit(&parent, card, out);
@@ -415,7 +438,10 @@ impl Engine {
                 if child.title.is_empty() {
                     child.title = "Subagent".into();
                 }
-                let card = zed::synthesized_card(&child);
+                let card = match self.mode {
+                    Some(Mode::Transcript) => transcript::synthesized_card(&child),
+                    _ => zed::synthesized_card(&child),
+                };
                 self.reg.insert(child);
                 self.persist_child(&cid, out);
                 self.emit(&parent, card, out);
@@ -509,7 +535,7 @@ impl Engine {
         child.cancel_requested = false;
         child.state = ChildState::Running;
         child.start_turn();
-        let card = zed::card_update(child, Some("in_progress"), None);
+        let card = card_for(self.mode, child, Some("in_progress"), None);
         let parent = child.parent.clone();
         self.persist_state(cid, out);
         self.emit(&parent, card, out);
@@ -532,7 +558,12 @@ impl Engine {
         child.card_final = true;
         child.state = state;
         let title = std::mem::take(&mut child.progress_shown).then(|| child.title.clone());
-        let mut card = zed::card_update(child, Some(state.card_status()), title.as_deref());
+        let mut card = card_for(
+            self.mode,
+            child,
+            Some(state.card_status()),
+            title.as_deref(),
+        );
         if state == ChildState::Cancelled {
             // Zed shows the first text content of a failed card as its error.
             card["content"] =
@@ -584,6 +615,9 @@ impl Engine {
             );
             self.note(out, NoteLevel::Warn, msg);
             return;
+        }
+        if self.mode == Some(Mode::Transcript) {
+            child.log.observe(update);
         }
         let text = child.record_text(update, text);
         if child.loaded {

@@ -24,9 +24,10 @@ use serde_json::Value;
 
 use crate::config::Display;
 use crate::subagents::detect::Detector;
-use crate::subagents::model::Registry;
+use crate::subagents::model::{Child, Registry};
 use crate::subagents::persist::{StoreOp, StoredChild};
 use crate::subagents::presets::{self, Preset};
+use crate::subagents::{transcript, zed};
 use envelope::{Kind, Parsed};
 use pending::PendingRequests;
 
@@ -145,6 +146,16 @@ pub enum Mode {
     Zed,
     /// The client speaks standard ACP subagents: relay them as they are.
     Acp,
+    /// Neither: the child's work is folded into its spawn card as a bounded log.
+    Transcript,
+}
+
+/// A spawn card update in the flavour of `mode`.
+fn card_for(mode: Option<Mode>, child: &Child, status: Option<&str>, title: Option<&str>) -> Value {
+    match mode {
+        Some(Mode::Transcript) => transcript::card_update(child, status, title),
+        _ => zed::card_update(child, status, title),
+    }
 }
 
 /// A permission request waiting to learn which session it belongs to.
@@ -229,6 +240,11 @@ impl Engine {
         self.mode == Some(Mode::Zed)
     }
 
+    /// Whether the proxy models subagents for this client (Zed cards or folded transcripts).
+    fn models_subagents(&self) -> bool {
+        matches!(self.mode, Some(Mode::Zed | Mode::Transcript))
+    }
+
     /// A frame (one line, terminator included) arrived from the client.
     pub fn from_client(&mut self, frame: Bytes, now: Millis, out: &mut Vec<Action>) {
         let Parsed::Message(env) = envelope::parse(&frame) else {
@@ -257,7 +273,7 @@ impl Engine {
                 }
                 let session = session_of(env.params);
                 drop(env);
-                if self.zed() {
+                if self.models_subagents() {
                     if let Some(sid) = &session {
                         if client_side::is_child_id(&self.reg, sid) {
                             self.client_child_request(&id, &method, sid, frame, now, out);
@@ -282,7 +298,7 @@ impl Engine {
                     .insert(&id, &method, session.as_deref());
                 out.push(Action::ToAgent(frame));
             }
-            Kind::Notification if self.zed() => {
+            Kind::Notification if self.models_subagents() => {
                 let session = session_of(env.params);
                 drop(env);
                 match session {
@@ -315,7 +331,9 @@ impl Engine {
                 }
                 self.agent_response(req, frame, out);
             }
-            Kind::Notification if self.zed() && env.method() == Some("session/update") => {
+            Kind::Notification
+                if self.models_subagents() && env.method() == Some("session/update") =>
+            {
                 let params = env.params.map(|p| p.get().to_owned());
                 drop(env);
                 match params {
@@ -323,7 +341,7 @@ impl Engine {
                     None => out.push(Action::ToClient(frame)),
                 }
             }
-            Kind::Request if self.zed() => {
+            Kind::Request if self.models_subagents() => {
                 let method = env.method().unwrap_or("").to_owned();
                 drop(env);
                 self.agent_request(&method, frame, now, out);
@@ -447,12 +465,10 @@ impl Engine {
             Display::Off => Mode::Off,
             Display::Zed => Mode::Zed,
             Display::Acp => Mode::Acp,
-            // Transcript folding is not built yet: such clients get the standard stream only
-            // if they asked for it, else a pure relay.
-            Display::Transcript => Mode::Off,
+            Display::Transcript => Mode::Transcript,
             Display::Auto if advertises_subagents => Mode::Acp,
             Display::Auto if is_zed => Mode::Zed,
-            Display::Auto => Mode::Off,
+            Display::Auto => Mode::Transcript,
         };
         self.mode = Some(mode);
         self.note(
@@ -463,7 +479,7 @@ impl Engine {
                 self.cfg.display
             ),
         );
-        if mode != Mode::Zed {
+        if !matches!(mode, Mode::Zed | Mode::Transcript) {
             out.push(Action::ToAgent(frame));
             return;
         }
@@ -517,10 +533,10 @@ impl Engine {
                 }
                 out.push(Action::ToClient(frame));
             }
-            "session/list" if self.zed() => out.push(Action::ToClient(
+            "session/list" if self.models_subagents() => out.push(Action::ToClient(
                 client_side::filter_session_list(&self.reg, frame),
             )),
-            "session/prompt" if self.zed() => {
+            "session/prompt" if self.models_subagents() => {
                 out.push(Action::ToClient(frame));
                 if let Some(sid) = req.session {
                     self.turn_ended(&sid, out);

@@ -6,4 +6,5 @@ pub mod ids;
 pub mod model;
 pub mod persist;
 pub mod presets;
+pub mod transcript;
 pub mod zed;

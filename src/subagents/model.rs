@@ -107,6 +107,8 @@ pub struct Child {
     pub bytes: usize,
     /// Over a limit: the child's events pass through to the parent unchanged.
     pub degraded: bool,
+    /// The child's activity as the transcript flavour folds it into the card.
+    pub log: super::transcript::Log,
 }
 
 impl Child {
@@ -148,6 +150,7 @@ impl Child {
             cwd: None,
             bytes: 0,
             degraded: false,
+            log: Default::default(),
         }
     }
 
