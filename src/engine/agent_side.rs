@@ -83,8 +83,13 @@ impl Engine {
             }
         }
         // Cheap exit for the common case: nothing here can be a spawn or a child event.
-        if kind != "tool_call" && !self.detector.may_name_parent(&frame) {
+        let names_parent = self.detector.may_name_parent(&frame);
+        let may_spawn = kind == "tool_call" && self.detector.may_be_spawn(&frame);
+        if !names_parent && !may_spawn {
             out.push(Action::ToClient(frame));
+            if let (Some(t), "tool_call") = (&tool, kind.as_str()) {
+                self.release_held(&sid, t, now, out);
+            }
             return;
         }
         let Some(update) = parse_update(params) else {

@@ -314,7 +314,14 @@ impl Engine {
 
     /// A frame (one line, terminator included) arrived from the agent.
     pub fn from_agent(&mut self, frame: Bytes, now: Millis, out: &mut Vec<Action>) {
-        let Parsed::Message(env) = envelope::parse(&frame) else {
+        if self.passes_untouched(&frame) {
+            out.push(Action::ToClient(frame));
+            return;
+        }
+        // The envelope borrows from a second handle on the same bytes, so that `frame`
+        // itself can still be moved on untouched.
+        let body = frame.clone();
+        let Parsed::Message(env) = envelope::parse(&body) else {
             out.push(Action::ToClient(frame));
             return;
         };
@@ -324,7 +331,6 @@ impl Engine {
                     out.push(Action::ToClient(frame));
                     return;
                 };
-                drop(env);
                 if self.mode == Some(Mode::Off) {
                     out.push(Action::ToClient(frame));
                     return;
@@ -334,19 +340,39 @@ impl Engine {
             Kind::Notification
                 if self.models_subagents() && env.method() == Some("session/update") =>
             {
-                let params = env.params.map(|p| p.get().to_owned());
-                drop(env);
-                match params {
-                    Some(p) => self.agent_update(frame, &p, now, out),
+                match env.params {
+                    Some(p) => self.agent_update(frame, p.get(), now, out),
                     None => out.push(Action::ToClient(frame)),
                 }
             }
             Kind::Request if self.models_subagents() => {
                 let method = env.method().unwrap_or("").to_owned();
-                drop(env);
                 self.agent_request(&method, frame, now, out);
             }
             _ => out.push(Action::ToClient(frame)),
+        }
+    }
+
+    /// The hot path: most agent frames (message chunks, plans, usage) need no parse at all.
+    /// A frame without an `"id"` key is no request or response; one that also names no tool
+    /// call, no subagent kind, no parent reference (and no standard child is known, whose
+    /// traffic is told apart by session id) cannot concern a subagent. The byte tests can
+    /// only err towards the slow path: inside JSON strings quotes are escaped, so these keys
+    /// cannot hide, while look-alikes in text merely cost a parse.
+    fn passes_untouched(&self, frame: &[u8]) -> bool {
+        use memchr::memmem::find;
+        if find(frame, b"\"id\"").is_some() {
+            return false;
+        }
+        match self.mode {
+            None | Some(Mode::Off) | Some(Mode::Acp) => true,
+            Some(Mode::Zed | Mode::Transcript) => {
+                !self.reg.has_agent_children()
+                    && find(frame, b"\"tool_call").is_none()
+                    && find(frame, b"subagent").is_none()
+                    && find(frame, b"session_message").is_none()
+                    && !self.detector.may_name_parent(frame)
+            }
         }
     }
 

@@ -10,6 +10,8 @@ pub struct Detector {
     presets: Vec<Preset>,
     /// Keys whose presence in a frame means it may name a parent tool call.
     markers: Vec<String>,
+    /// Strings without which a tool call cannot be a spawn of any preset.
+    spawn_markers: Vec<String>,
 }
 
 impl Detector {
@@ -22,7 +24,30 @@ impl Detector {
             .collect();
         markers.sort();
         markers.dedup();
-        Detector { presets, markers }
+        let mut spawn_markers: Vec<String> = presets
+            .iter()
+            .flat_map(|p| {
+                p.spawn_tool_names
+                    .iter()
+                    .chain(p.spawn_titles)
+                    .chain(p.spawn_input_keys)
+            })
+            .map(|s| format!("\"{s}\""))
+            .collect();
+        spawn_markers.sort();
+        spawn_markers.dedup();
+        Detector {
+            presets,
+            markers,
+            spawn_markers,
+        }
+    }
+
+    /// Whether the raw frame may hold a spawn (a cheap substring test before any parse).
+    pub fn may_be_spawn(&self, raw: &[u8]) -> bool {
+        self.spawn_markers
+            .iter()
+            .any(|m| memchr::memmem::find(raw, m.as_bytes()).is_some())
     }
 
     /// Whether the raw frame may carry a parent reference (a cheap substring test).
@@ -151,6 +176,10 @@ mod tests {
         assert_eq!(d.parent_ref(&child), Some("t"));
         assert!(d.may_name_parent(child.to_string().as_bytes()));
         assert!(!d.may_name_parent(spawn.to_string().as_bytes()));
+        assert!(d.may_be_spawn(spawn.to_string().as_bytes()));
+        let read =
+            json!({"sessionUpdate":"tool_call","toolCallId":"r","title":"Read","kind":"read"});
+        assert!(!d.may_be_spawn(read.to_string().as_bytes()));
     }
 
     #[test]

@@ -315,6 +315,11 @@ impl Registry {
         Some(child)
     }
 
+    /// Whether any child has a session of its own on the agent side (standard ACP).
+    pub fn has_agent_children(&self) -> bool {
+        !self.by_agent_child.is_empty()
+    }
+
     /// Known agent-side ids of children (for filtering `session/list`).
     pub fn agent_child_ids(&self) -> impl Iterator<Item = &str> {
         self.by_agent_child.keys().map(String::as_str)
