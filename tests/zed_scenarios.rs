@@ -612,3 +612,63 @@ fn orphan_child_events_stay_in_the_parent_and_are_noted() {
     );
     let _ = Value::Null;
 }
+
+fn standard_child_run(h: &mut Harness) {
+    h.update(S, json!({"sessionUpdate": "subagent_update", "sessionId": "kid", "title": "Kid", "state": {"state": "running"}}));
+    h.update(
+        S,
+        json!({"sessionUpdate": "session_message", "messageId": "toolu_9", "senderSessionId": S,
+        "recipientSessionId": "kid", "content": [{"type": "text", "text": "do the kid thing"}]}),
+    );
+    h.update("kid", json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "kid done"}}));
+    h.update(S, json!({"sessionUpdate": "subagent_update", "sessionId": "kid", "state": {"state": "idle", "stopReason": "end_turn"}}));
+}
+
+#[test]
+fn standard_children_keep_their_card_when_the_parent_is_reopened() {
+    let spawn = synthesized_spawn_id("kid");
+    let child = child_session_id(S, &spawn);
+    for agent_replays_announcements in [true, false] {
+        let mut h = Harness::new(zed_cfg());
+        start(&mut h, true);
+        standard_child_run(&mut h);
+        let live = h.zed.threads[S].card(&spawn).cloned().expect("live card");
+        let id = h.request(
+            "session/load",
+            json!({"sessionId": S, "cwd": "/p", "mcpServers": []}),
+        );
+        if agent_replays_announcements {
+            standard_child_run(&mut h);
+        }
+        h.agent(json!({"jsonrpc": "2.0", "id": id, "result": {}}));
+        let cards = h.zed.threads[S].cards();
+        assert_eq!(
+            cards.len(),
+            1,
+            "replayed={agent_replays_announcements}: {:#?}",
+            h.zed.threads[S].entries
+        );
+        assert_eq!(cards[0].subagent, live.subagent);
+        assert_eq!(cards[0].status, "completed");
+        assert_eq!(
+            child_entries(&mut h, &child),
+            vec!["user:do the kid thing", "agent:kid done"]
+        );
+    }
+    // After a restart, from the store, with a replay that lacks the announcement.
+    let mut h = Harness::new(zed_cfg());
+    start(&mut h, true);
+    standard_child_run(&mut h);
+    let mut h2 = Harness::with_store(zed_cfg(), h.store.clone());
+    start(&mut h2, true);
+    let id = h2.request(
+        "session/load",
+        json!({"sessionId": S, "cwd": "/p", "mcpServers": []}),
+    );
+    h2.agent(json!({"jsonrpc": "2.0", "id": id, "result": {}}));
+    assert_eq!(h2.zed.threads[S].cards().len(), 1);
+    assert_eq!(
+        child_entries(&mut h2, &child),
+        vec!["user:do the kid thing", "agent:kid done"]
+    );
+}

@@ -401,6 +401,21 @@ impl Engine {
         };
         let cid = match self.reg.by_agent_child(&agent_child).map(str::to_owned) {
             Some(cid) => {
+                let replaying = self
+                    .reg
+                    .get(&cid)
+                    .is_some_and(|c| self.replaying.contains(&c.top));
+                if replaying && self.replay_cards.insert(cid.clone()) {
+                    // The parent is being reopened: its thread needs the card again.
+                    if let Some(child) = self.reg.get(&cid) {
+                        let card = match self.mode {
+                            Some(Mode::Transcript) => transcript::synthesized_card(child),
+                            _ => zed::synthesized_card(child),
+                        };
+                        let parent = child.parent.clone();
+                        self.emit(&parent, card, out);
+                    }
+                }
                 if let Some(t) = str_field(&update, "title") {
                     let child = self.reg.get_mut(&cid);
                     if let Some(child) = child.filter(|c| c.title != t) {
@@ -447,6 +462,9 @@ impl Engine {
                     Some(Mode::Transcript) => transcript::synthesized_card(&child),
                     _ => zed::synthesized_card(&child),
                 };
+                if self.replaying.contains(&child.top) {
+                    self.replay_cards.insert(cid.clone());
+                }
                 self.reg.insert(child);
                 self.persist_child(&cid, out);
                 self.emit(&parent, card, out);
@@ -457,6 +475,10 @@ impl Engine {
             if update.pointer("/capabilities/cancel").is_some() {
                 child.can_cancel = true;
             }
+        }
+        if self.reg.get(&cid).is_some_and(|c| c.replay_skip) {
+            // A replayed announcement of a child the proxy already holds: its state is known.
+            return;
         }
         // v1: state {state, stopReason}; drafts: state "completed" | "failed" | ...
         let (state, stop) = match update.get("state") {
@@ -512,16 +534,14 @@ impl Engine {
             Some(single @ Value::Object(_)) => vec![single.clone()],
             _ => Vec::new(),
         };
+        if self.reg.get(&cid).is_some_and(|c| c.replay_skip) {
+            // A replay of what the child thread already holds.
+            return;
+        }
         self.resume_child(&cid, out);
-        let skip = self.reg.get(&cid).is_some_and(|c| c.replay_skip);
-        if !skip {
-            for block in blocks {
-                self.record_in(
-                    &cid,
-                    &json!({"sessionUpdate": "user_message_chunk", "content": block}),
-                    out,
-                );
-            }
+        for block in blocks {
+            let update = json!({"sessionUpdate": "user_message_chunk", "content": block});
+            self.record_in(&cid, &update, out);
         }
         if let Some(child) = self.reg.get_mut(&cid) {
             child.prompt_recorded = true;

@@ -190,6 +190,8 @@ pub struct Engine {
     passthrough_spawns: HashSet<(String, String)>,
     /// Finished children in the order they finished (the oldest leave memory first).
     finished: std::collections::VecDeque<String>,
+    /// Synthesized cards already shown again during the current parent replays.
+    replay_cards: HashSet<String>,
 }
 
 impl Default for Engine {
@@ -228,6 +230,7 @@ impl Engine {
             reported: HashSet::new(),
             passthrough_spawns: HashSet::new(),
             finished: std::collections::VecDeque::new(),
+            replay_cards: HashSet::new(),
         }
     }
 
@@ -555,7 +558,7 @@ impl Engine {
             "initialize" if self.zed() => self.agent_initialized(frame, out),
             "session/load" => {
                 if let Some(sid) = &req.session {
-                    self.end_replay(sid);
+                    self.end_replay(sid, out);
                 }
                 out.push(Action::ToClient(frame));
             }
@@ -615,13 +618,40 @@ impl Engine {
         }
     }
 
-    /// Called after [`Action::FetchChildren`] was served: mark restored children too.
-    fn end_replay(&mut self, session: &str) {
-        self.replaying.remove(session);
+    /// The agent finished replaying a parent. Cards the proxy synthesized for standard
+    /// children are not in the agent's history unless it replayed the announcements: show
+    /// the missing ones now, so the reopened thread has every card.
+    fn end_replay(&mut self, session: &str, out: &mut Vec<Action>) {
+        if !self.replaying.remove(session) {
+            return;
+        }
+        let mut missing: Vec<&Child> = self
+            .reg
+            .children
+            .values()
+            .filter(|c| c.top == session && c.parent == session && c.agent_child.is_some())
+            .filter(|c| !self.replay_cards.contains(&c.id))
+            .collect();
+        missing.sort_by(|a, b| a.spawn_id.cmp(&b.spawn_id));
+        let cards: Vec<Value> = missing
+            .into_iter()
+            .map(|c| match self.mode {
+                Some(Mode::Transcript) => transcript::synthesized_card(c),
+                _ => zed::synthesized_card(c),
+            })
+            .collect();
+        for card in cards {
+            out.push(Action::ToClient(zed::notification(session, &card)));
+        }
+        let mut done = Vec::new();
         for child in self.reg.children.values_mut() {
             if child.top == session {
                 child.replay_skip = false;
+                done.push(child.id.clone());
             }
+        }
+        for id in done {
+            self.replay_cards.remove(&id);
         }
     }
 }
