@@ -60,9 +60,11 @@ enum Command {
         /// Config file to check.
         path: Option<PathBuf>,
     },
-    /// Show what Zed would display: a scripted Zed-like client drives the proxy over the
-    /// built-in demo agent (two subagents) and prints the parent thread with its subagent
-    /// cards, then each child thread with the index range its card points at.
+    /// Show what Zed would display for the demo agent's subagents.
+    ///
+    /// A scripted Zed-like client drives the proxy over the built-in demo agent (two
+    /// subagents) and prints the parent thread with its subagent cards, then each child
+    /// thread with the index range its card points at.
     Demo {
         /// Extra proxy flags, e.g. `--config proxy.toml`.
         #[arg(last = true)]
