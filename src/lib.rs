@@ -2,6 +2,7 @@
 //!
 //! The crate is a sans-IO protocol [`engine`] wrapped by a thin tokio shell in [`transport`].
 
+pub mod chain;
 pub mod config;
 pub mod demo;
 pub mod demo_agent;
