@@ -393,7 +393,9 @@ fn replayed_parent_load_shows_the_same_cards_and_ids() {
     let child = child_session_id(S, "sp");
     let live_child = child_entries(&mut h, &child);
 
-    // The same connection reopens the parent: the agent replays the whole history.
+    // The same connection reopens the parent: the agent replays the whole history. The
+    // store answers nothing here: memory alone must keep the replay from doubling the child.
+    h.store_blind = true;
     let id = h.request(
         "session/load",
         json!({"sessionId": S, "cwd": "/p", "mcpServers": []}),

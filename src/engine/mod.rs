@@ -613,7 +613,7 @@ impl Engine {
         // Children already known keep their recorded thread: the replay must not double it.
         for child in self.reg.children.values_mut() {
             if child.top == session && !child.thread.is_empty() {
-                child.replay_skip = false;
+                child.replay_skip = true;
             }
         }
     }

@@ -82,6 +82,8 @@ pub struct Harness {
     pub to_client: Vec<Bytes>,
     pub notes: Vec<String>,
     pub store: StoreModel,
+    /// The store answers no look-up (as when it is unavailable).
+    pub store_blind: bool,
     pub now: u64,
     next_id: u64,
 }
@@ -99,6 +101,7 @@ impl Harness {
             to_client: Vec::new(),
             notes: Vec::new(),
             store,
+            store_blind: false,
             now: 0,
             next_id: 1000,
         }
@@ -168,6 +171,7 @@ impl Harness {
                 }
                 Action::Note(n) => self.notes.push(n.message),
                 Action::Store(op) => self.store.apply(&op),
+                Action::FetchChildren { .. } if self.store_blind => self.engine.restore(Vec::new()),
                 Action::FetchChildren { parent_session_id } => {
                     let kids: Vec<StoredChild> = self
                         .store
