@@ -22,12 +22,7 @@ use acp_proxy::transport::relay::{self, RelayOptions};
 ///
 /// Without an agent command, the built-in demo agent is used.
 #[derive(Parser, Debug)]
-#[command(
-    name = "acp-proxy",
-    version,
-    verbatim_doc_comment,
-    args_conflicts_with_subcommands = true
-)]
+#[command(name = "acp-proxy", version, verbatim_doc_comment)]
 struct Cli {
     /// Config file (default: ./proxy.toml if present, else built-in defaults).
     #[arg(long, value_name = "PATH", global = true)]
@@ -121,6 +116,18 @@ fn main() -> ExitCode {
 }
 
 fn real_main(cli: Cli) -> anyhow::Result<i32> {
+    // The global flags (--config, --log-level, --store) may come before or after a
+    // subcommand; the others only make sense when running the proxy.
+    if cli.command.is_some() {
+        if cli.dump.is_some() {
+            anyhow::bail!("--dump applies only when running the proxy, not with a subcommand");
+        }
+        if !cli.agent.is_empty() {
+            anyhow::bail!(
+                "an agent command applies only when running the proxy, not with a subcommand"
+            );
+        }
+    }
     match cli.command {
         Some(Command::CheckConfig { path }) => {
             let path = path
