@@ -74,7 +74,8 @@ enum StoreCommand {
     /// Print where the store is, its size on disk, and what it holds.
     Stats,
     /// Remove child transcripts not updated within --max-age, then the least recently
-    /// updated ones until the store is at most --max-bytes, and shrink the file.
+    /// updated ones until the store is at most --max-bytes (never one updated within the
+    /// last hour), and shrink the file.
     Prune {
         /// Age limit: seconds, or a number followed by s, m, h or d (default: `[store]
         /// max_age`). 0 = no age limit.
