@@ -418,49 +418,73 @@ fn child_thread_opens_after_the_proxy_restarts() {
 // ---------------------------------------------------------------------------------------
 // 2. SIGKILL while writing
 
-/// One crash run's session: two subagents whose tool calls interleave.
+/// A crash run's session: two subagents whose tool calls interleave. Every id contains
+/// [`RUN`], replaced by the run number, so the script is built once.
 struct CrashPlan {
-    session: String,
+    /// The agent script.
+    script: String,
     /// Per child: (spawn id, the updates the child thread must hold, in order).
     children: Vec<(String, Vec<String>)>,
-    steps: Vec<Value>,
 }
 
-fn crash_plan(run: usize, calls: usize, pid_file: &str) -> CrashPlan {
-    let session = format!("crash-{run}");
-    let spawns = [format!("toolu_a{run}"), format!("toolu_b{run}")];
-    let mut steps = vec![json!({"pid_file": pid_file})];
-    steps.extend(agent_init_steps());
-    steps.push(json!({"expect": "session/new"}));
-    steps.push(json!({"reply": {"sessionId": session}}));
-    steps.push(json!({"expect": "session/prompt"}));
-    let mut children: Vec<(String, Vec<String>)> = Vec::new();
-    for spawn in &spawns {
-        let prompt = format!("work for {spawn}");
-        steps.push(json!({"send": notification(&session, &spawn_call(spawn))}));
-        steps.push(
-            json!({"send": notification(&session, &spawn_task(spawn, &format!("task {spawn}"), &prompt))}),
-        );
-        children.push((spawn.clone(), vec![prompt_update(&prompt)]));
-    }
-    for k in 0..calls {
+const RUN: &str = "RUN_NUMBER";
+
+impl CrashPlan {
+    fn new(calls: usize, pid_file: &str) -> CrashPlan {
+        let session = format!("crash-{RUN}");
+        let spawns = [format!("toolu_a{RUN}"), format!("toolu_b{RUN}")];
+        let mut steps = vec![json!({"pid_file": pid_file})];
+        steps.extend(agent_init_steps());
+        steps.push(json!({"expect": "session/new"}));
+        steps.push(json!({"reply": {"sessionId": session}}));
+        steps.push(json!({"expect": "session/prompt"}));
+        let mut children: Vec<(String, Vec<String>)> = Vec::new();
+        for spawn in &spawns {
+            let prompt = format!("work for {spawn}");
+            let task = spawn_task(spawn, &format!("task {spawn}"), &prompt);
+            steps.push(json!({"send": notification(&session, &spawn_call(spawn))}));
+            steps.push(json!({"send": notification(&session, &task)}));
+            children.push((spawn.clone(), vec![prompt_update(&prompt)]));
+        }
+        for k in 0..calls {
+            for (spawn, expected) in children.iter_mut() {
+                let update = child_call(spawn, &format!("{spawn}_call_{k}"), &format!("file {k}"));
+                expected.push(update.to_string());
+                steps.push(json!({"send": notification(&session, &update)}));
+            }
+        }
         for (spawn, expected) in children.iter_mut() {
-            let update = child_call(spawn, &format!("{spawn}_call_{k}"), &format!("file {k}"));
+            let update = child_text(spawn, "done");
             expected.push(update.to_string());
             steps.push(json!({"send": notification(&session, &update)}));
+            steps.push(json!({"send": notification(&session, &spawn_done(spawn))}));
+        }
+        steps.push(json!({"reply": {"stopReason": "end_turn"}}));
+        CrashPlan {
+            script: steps.iter().map(|s| format!("{s}\n")).collect(),
+            children,
         }
     }
-    for (spawn, expected) in children.iter_mut() {
-        let update = child_text(spawn, "done");
-        expected.push(update.to_string());
-        steps.push(json!({"send": notification(&session, &update)}));
-        steps.push(json!({"send": notification(&session, &spawn_done(spawn))}));
+
+    fn session(run: usize) -> String {
+        format!("crash-{run}")
     }
-    steps.push(json!({"reply": {"stopReason": "end_turn"}}));
-    CrashPlan {
-        session,
-        children,
-        steps,
+
+    fn script(&self, run: usize) -> String {
+        self.script.replace(RUN, &run.to_string())
+    }
+
+    fn children(&self, run: usize) -> Vec<(String, Vec<String>)> {
+        let n = run.to_string();
+        self.children
+            .iter()
+            .map(|(spawn, updates)| {
+                (
+                    spawn.replace(RUN, &n),
+                    updates.iter().map(|u| u.replace(RUN, &n)).collect(),
+                )
+            })
+            .collect()
     }
 }
 
@@ -496,11 +520,18 @@ fn proxy_killed_while_writing_leaves_exact_prefixes() {
     std::fs::write(&config, FAST_SHUTDOWN).expect("write config");
     let mut kept: Vec<(String, Vec<String>)> = Vec::new();
     let mut total_stored = 0;
+    let plan = CrashPlan::new(CALLS, &scratch.p(&format!("agent-{RUN}.pid")));
 
     for run in 0..RUNS {
         let pid_file = scratch.p(&format!("agent-{run}.pid"));
-        let plan = crash_plan(run, CALLS, &pid_file);
-        let agent = agent_cmd(&scratch, &format!("crash-{run}.jsonl"), &plan.steps);
+        let script = scratch.write(&format!("crash-{run}.jsonl"), plan.script(run));
+        let agent = vec![
+            BIN.to_owned(),
+            "demo-agent".to_owned(),
+            "--script".to_owned(),
+            script,
+        ];
+        let session = CrashPlan::session(run);
         // Kill at a random moment of the prompt turn, while the proxy relays and stores.
         let pause = Duration::from_millis(rng.range(0, 150));
         let what = format!("run {run} (seed {SEED:#x}, killed {pause:?} into the turn)");
@@ -511,7 +542,7 @@ fn proxy_killed_while_writing_leaves_exact_prefixes() {
         let _guard = common::KillOnPanic(vec![agent_pid]);
         zed.request("session/new", json!({"cwd": "/project", "mcpServers": []}));
         let prompt = json!({"jsonrpc": "2.0", "id": 999, "method": "session/prompt",
-            "params": {"sessionId": plan.session, "prompt": [{"type": "text", "text": "go"}]}});
+            "params": {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}});
         zed.proxy.send_json(&prompt);
         std::thread::sleep(pause);
         // SIGKILL: no destructor, no flush.
@@ -526,8 +557,8 @@ fn proxy_killed_while_writing_leaves_exact_prefixes() {
         common::assert_gone(agent_pid, "the agent");
 
         let store = open_store(&store_path);
-        for (spawn, expected) in &plan.children {
-            let cid = child_session_id(&plan.session, spawn);
+        for (spawn, expected) in &plan.children(run) {
+            let cid = child_session_id(&session, spawn);
             let updates = stored(&store, &cid).map(|c| c.updates).unwrap_or_default();
             assert_prefix(&updates, expected, &format!("{what}, child {spawn}"));
             total_stored += updates.len();
