@@ -798,3 +798,62 @@ fn proxy_commits_queued_writes_before_it_exits() {
         assert_eq!(c.state, "completed", "{ending:?}");
     }
 }
+
+#[test]
+fn a_full_write_queue_slows_the_relay_and_loses_nothing() {
+    let scratch = Scratch::new();
+    let store_path = scratch.path("store.sqlite3");
+    let config = scratch.path("proxy.toml");
+    std::fs::write(
+        &config,
+        format!("{FAST_SHUTDOWN}[store]\nmax_age = 0\nmax_bytes = 0\nqueue_ops = 2\n"),
+    )
+    .expect("write config");
+    let (turn, child_events) = live_turn();
+    let mut steps = agent_init_steps();
+    steps.push(json!({"expect": "session/new"}));
+    steps.push(json!({"reply": {"sessionId": S}}));
+    steps.push(json!({"expect": "session/prompt"}));
+    steps.extend(turn.iter().map(|u| json!({"send": notification(S, u)})));
+    steps.push(json!({"reply": {"stopReason": "end_turn"}}));
+    let agent = agent_cmd(&scratch, "agent.jsonl", &steps);
+
+    let mut zed = Zed::start(scratch.dir.path(), &store_path, &config, &agent);
+    zed.initialize();
+    zed.request("session/new", json!({"cwd": "/project", "mcpServers": []}));
+    let lock = rusqlite::Connection::open(&store_path).expect("open the store file");
+    lock.execute_batch("BEGIN IMMEDIATE")
+        .expect("take the write lock");
+    let prompt = json!({"jsonrpc": "2.0", "id": 77, "method": "session/prompt",
+        "params": {"sessionId": S, "prompt": [{"type": "text", "text": USER_PROMPT}]}});
+    zed.model.client_sent(&prompt);
+    zed.proxy.send_json(&prompt);
+    // The writer cannot commit and the queue holds two writes: the relay waits, and says so.
+    let deadline = std::time::Instant::now() + common::TIMEOUT;
+    while !zed.proxy.stderr().contains("write queue full") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no word of the full queue; stderr:\n{}",
+            zed.proxy.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    lock.execute_batch("ROLLBACK").expect("release the lock");
+    drop(lock);
+    loop {
+        let got = zed.proxy.next_json();
+        zed.model.received(&got);
+        if got["id"] == json!(77) {
+            assert_eq!(got["result"]["stopReason"], "end_turn", "{got}");
+            break;
+        }
+    }
+    assert_eq!(zed.card(S, SPAWN).status, "completed");
+    zed.close();
+    let store = open_store(&store_path);
+    let c = stored(&store, &child_session_id(S, SPAWN)).expect("the child is stored");
+    let mut expected = vec![prompt_update(TASK_PROMPT)];
+    expected.extend(child_events.iter().map(Value::to_string));
+    assert_eq!(c.updates, expected);
+    assert_eq!(c.state, "completed");
+}
