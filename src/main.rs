@@ -22,12 +22,7 @@ use acp_proxy::transport::relay::{self, RelayOptions};
 ///
 /// Without an agent command, the built-in demo agent is used.
 #[derive(Parser, Debug)]
-#[command(
-    name = "acp-proxy",
-    version,
-    verbatim_doc_comment,
-    args_conflicts_with_subcommands = true
-)]
+#[command(name = "acp-proxy", version, verbatim_doc_comment)]
 struct Cli {
     /// Config file (default: ./proxy.toml if present, else built-in defaults).
     #[arg(long, value_name = "PATH", global = true)]
@@ -89,7 +84,8 @@ enum StoreCommand {
     /// Print where the store is, its size on disk, and what it holds.
     Stats,
     /// Remove child transcripts not updated within --max-age, then the least recently
-    /// updated ones until the store is at most --max-bytes, and shrink the file.
+    /// updated ones until the store is at most --max-bytes (never one updated within the
+    /// last hour), and shrink the file.
     Prune {
         /// Age limit: seconds, or a number followed by s, m, h or d (default: `[store]
         /// max_age`). 0 = no age limit.
@@ -131,6 +127,18 @@ fn main() -> ExitCode {
 }
 
 fn real_main(cli: Cli) -> anyhow::Result<i32> {
+    // The global flags (--config, --log-level, --store) may come before or after a
+    // subcommand; the others only make sense when running the proxy.
+    if cli.command.is_some() {
+        if cli.dump.is_some() {
+            anyhow::bail!("--dump applies only when running the proxy, not with a subcommand");
+        }
+        if !cli.agent.is_empty() {
+            anyhow::bail!(
+                "an agent command applies only when running the proxy, not with a subcommand"
+            );
+        }
+    }
     match cli.command {
         Some(Command::CheckConfig { path }) => {
             let path = path

@@ -85,8 +85,12 @@ fn stats_and_prune() {
     assert!(out.contains("on disk: "), "{out}");
     let out = ok_stdout(&["store", "stats", "--store", p]);
     assert!(out.contains("children: 1\nupdates: 30\n"), "{out}");
+    // Global flags may also come before the subcommand.
+    let before = ok_stdout(&["--store", p, "--log-level", "warn", "store", "stats"]);
+    assert!(before.contains(&format!("store: {p}\n")), "{before}");
+    assert!(before.contains("children: 1\nupdates: 30\n"), "{before}");
 
-    let out = ok_stdout(&[
+    let by_size = [
         "store",
         "prune",
         "--store",
@@ -95,7 +99,12 @@ fn stats_and_prune() {
         "0",
         "--max-bytes",
         "1KiB",
-    ]);
+    ];
+    // A child updated within the last hour may still be running: never removed for size.
+    let out = ok_stdout(&by_size);
+    assert!(out.contains("removed: 0 child(ren)"), "{out}");
+    backdate(&path, "new", 2 * 3600);
+    let out = ok_stdout(&by_size);
     assert!(out.contains("(0 by age, 1 by size), 30 update(s)"), "{out}");
     let out = ok_stdout(&["store", "stats", "--store", p]);
     assert!(out.contains("children: 0\nupdates: 0\n"), "{out}");
@@ -128,6 +137,13 @@ fn bad_arguments_and_bad_stores_fail_clearly() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("store.sqlite3");
     let p = path.to_str().expect("utf-8 path");
+
+    // --dump belongs to the proxy run, not to a subcommand.
+    let out = run(&["--dump", p, "store", "stats"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--dump"), "{err}");
+    assert!(!path.exists(), "a rejected command touched {p}");
 
     let out = run(&["store", "prune", "--store", p, "--max-bytes", "5MB"]);
     assert!(!out.status.success());

@@ -445,9 +445,10 @@ impl Store {
     }
 
     /// Remove children not updated within `max_age`, then the least recently updated ones
-    /// until the database uses at most `max_bytes`, and give the freed space back to the file
-    /// system. A zero `max_age` or `max_bytes` disables that limit. Runs in the writer, after
-    /// the writes submitted before it.
+    /// until the database uses at most `max_bytes` (never one updated within the last hour,
+    /// which may still be running), and give the freed space back to the file system. A zero
+    /// `max_age` or `max_bytes` disables that limit. Runs in the writer, after the writes
+    /// submitted before it.
     pub fn prune(&self, max_age: Duration, max_bytes: u64) -> Result<PruneReport, StoreError> {
         self.ask(|reply| Msg::Prune {
             max_age,

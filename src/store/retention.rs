@@ -1,5 +1,5 @@
-//! Retention: drop child transcripts by age, then oldest first by size, and give the freed
-//! pages back to the file system.
+//! Retention: drop child transcripts by age, then oldest first by size (never one updated
+//! within the last hour), and give the freed pages back to the file system.
 //!
 //! "Size" is the pages the database uses (page count minus free pages, times page size), so
 //! it does not depend on when the last checkpoint ran. Deletions run in short transactions of
@@ -14,6 +14,9 @@ use super::PruneReport;
 
 /// Children deleted per transaction.
 const CHUNK: usize = 200;
+/// Children updated within this many seconds are never removed for size: one of them may
+/// still be running, and deleting it would leave its later updates without their beginning.
+pub(super) const SIZE_PRUNE_MIN_IDLE_SECS: i64 = 3600;
 /// Rough per-child cost beyond its update texts (rows, index entries), used only to pick how
 /// many children to drop per round; the loop measures again after each round.
 const CHILD_OVERHEAD: u64 = 256;
@@ -76,6 +79,7 @@ pub(super) fn prune(
     }
 
     if max_bytes != 0 {
+        let idle_cutoff = now.saturating_sub(SIZE_PRUNE_MIN_IDLE_SECS);
         loop {
             let used = page_usage(conn)?.used_bytes();
             if used <= max_bytes {
@@ -83,9 +87,9 @@ pub(super) fn prune(
             }
             let candidates = select_ids(
                 conn,
-                "SELECT child_id, update_bytes FROM children
-                 ORDER BY updated_at, created_at, rowid LIMIT ?1",
-                params![CHUNK as i64],
+                "SELECT child_id, update_bytes FROM children WHERE updated_at < ?1
+                 ORDER BY updated_at, created_at, rowid LIMIT ?2",
+                params![idle_cutoff, CHUNK as i64],
             )?;
             if candidates.is_empty() {
                 break;
@@ -211,6 +215,10 @@ mod tests {
         conn
     }
 
+    /// A "now" at which every child of `db_with_children(20, ..)` is idle long enough to be
+    /// removed for size.
+    const ALL_IDLE: i64 = 1900 + SIZE_PRUNE_MIN_IDLE_SECS + 1;
+
     fn remaining(conn: &Connection) -> Vec<String> {
         let mut stmt = conn
             .prepare("SELECT child_id FROM children ORDER BY child_id")
@@ -250,7 +258,7 @@ mod tests {
         let mut conn = db_with_children(20, 10, 2048);
         let before = page_usage(&conn).expect("usage").used_bytes();
         let limit = before / 2;
-        let report = prune(&mut conn, 0, Duration::ZERO, limit).expect("prune");
+        let report = prune(&mut conn, ALL_IDLE, Duration::ZERO, limit).expect("prune");
         let after = page_usage(&conn).expect("usage").used_bytes();
         assert!(after <= limit, "used {after} > limit {limit}");
         assert_eq!(report.used_bytes_before, before);
@@ -272,7 +280,13 @@ mod tests {
     fn age_then_size() {
         let mut conn = db_with_children(20, 10, 2048);
         let limit = page_usage(&conn).expect("usage").used_bytes() / 4;
-        let report = prune(&mut conn, 1500, Duration::from_secs(1000), limit).expect("prune");
+        let report = prune(
+            &mut conn,
+            ALL_IDLE,
+            Duration::from_secs(ALL_IDLE as u64 - 500),
+            limit,
+        )
+        .expect("prune");
         // Updated at 0..=400 are stale (cutoff 500).
         assert_eq!(report.removed_by_age, 5);
         assert!(report.removed_by_size > 0, "{report:?}");
@@ -282,9 +296,21 @@ mod tests {
     #[test]
     fn a_limit_below_an_empty_database_empties_it_and_stops() {
         let mut conn = db_with_children(3, 2, 100);
-        let report = prune(&mut conn, 0, Duration::ZERO, 1).expect("prune");
+        let report = prune(&mut conn, ALL_IDLE, Duration::ZERO, 1).expect("prune");
         assert_eq!(report.removed_by_size, 3);
         assert!(remaining(&conn).is_empty());
         assert_eq!(update_rows(&conn), 0);
+    }
+
+    #[test]
+    fn size_never_removes_a_recently_updated_child() {
+        // Updated at 0, 100, ..., 900; at now = 500 + the idle time, only those updated
+        // before 500 may go, however far over the limit the rest keeps the database.
+        let mut conn = db_with_children(10, 3, 100);
+        let now = 500 + SIZE_PRUNE_MIN_IDLE_SECS;
+        let report = prune(&mut conn, now, Duration::ZERO, 1).expect("prune");
+        assert_eq!(report.removed_by_size, 5);
+        assert_eq!(remaining(&conn), ["c005", "c006", "c007", "c008", "c009"]);
+        assert_eq!(update_rows(&conn), 15);
     }
 }

@@ -437,7 +437,13 @@ fn prune_by_size_shrinks_the_file() {
     assert_eq!(before.children, 30);
     assert_eq!(before.updates, 600);
     assert!(before.update_bytes > 600 * 4096);
+    // Children updated within the last hour are never removed for size.
     let limit = 256 * 1024;
+    let report = store.prune(Duration::ZERO, limit).expect("prune");
+    assert_eq!(report.removed_by_size, 0, "{report:?}");
+    for c in 0..30 {
+        backdate(&path, &format!("c{c:03}"), 2 * 3600);
+    }
     let report = store.prune(Duration::ZERO, limit).expect("prune");
     assert!(
         report.removed_by_size > 0 && report.removed_by_size < 30,
