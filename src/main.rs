@@ -120,7 +120,7 @@ fn main() -> ExitCode {
     match real_main(cli) {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
         Err(err) => {
-            eprintln!("acp-proxy: {err:#}");
+            eprintln!("acp-proxy: {}", error_chain(&err));
             ExitCode::from(2)
         }
     }
@@ -280,6 +280,19 @@ fn bench_writer(
         stdout.flush()?;
     }
     Ok(())
+}
+
+/// The error and its causes on one line, without repeating a cause a message already quotes.
+fn error_chain(err: &anyhow::Error) -> String {
+    let mut text = err.to_string();
+    for cause in err.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
 }
 
 fn init_tracing(level: &str) -> anyhow::Result<()> {
