@@ -27,6 +27,9 @@ pub enum Relay {
     Off,
     /// acp-proxy with `display = "zed"`.
     Zed,
+    /// Another acp-proxy binary (`--baseline-proxy`) with `display = "off"`: before/after
+    /// comparisons in one run.
+    BaseOff,
 }
 
 impl Relay {
@@ -36,6 +39,7 @@ impl Relay {
             Relay::Cat => "cat",
             Relay::Off => "proxy off",
             Relay::Zed => "proxy zed",
+            Relay::BaseOff => "baseline off",
         }
     }
 
@@ -45,7 +49,8 @@ impl Relay {
             "cat" => Relay::Cat,
             "off" => Relay::Off,
             "zed" => Relay::Zed,
-            _ => bail!("unknown relay `{s}` (direct, cat, off, zed)"),
+            "baseline" => Relay::BaseOff,
+            _ => bail!("unknown relay `{s}` (direct, cat, off, zed, baseline)"),
         })
     }
 }
@@ -54,6 +59,7 @@ impl Relay {
 pub struct Env {
     pub bench_exe: PathBuf,
     pub proxy_exe: PathBuf,
+    pub baseline_exe: Option<PathBuf>,
     pub workdir: PathBuf,
     pub seed: u64,
 }
@@ -148,8 +154,15 @@ fn spawn(env: &Env, relay: Relay, agent_args: &[String]) -> anyhow::Result<Topol
                 stderr_file: None,
             })
         }
-        Relay::Off | Relay::Zed => {
-            let display = if relay == Relay::Off { "off" } else { "zed" };
+        Relay::Off | Relay::Zed | Relay::BaseOff => {
+            let display = if relay == Relay::Zed { "zed" } else { "off" };
+            let exe = match relay {
+                Relay::BaseOff => env
+                    .baseline_exe
+                    .as_ref()
+                    .context("the baseline relay needs --baseline-proxy")?,
+                _ => &env.proxy_exe,
+            };
             let cfg = env.workdir.join(format!("proxy-{display}.toml"));
             std::fs::write(
                 &cfg,
@@ -157,7 +170,7 @@ fn spawn(env: &Env, relay: Relay, agent_args: &[String]) -> anyhow::Result<Topol
             )?;
             let err_path = env.workdir.join(format!("proxy-{display}.stderr"));
             let err = File::create(&err_path)?;
-            let mut proxy = Command::new(&env.proxy_exe)
+            let mut proxy = Command::new(exe)
                 .process_group(0)
                 .arg("--config")
                 .arg(&cfg)
@@ -169,7 +182,7 @@ fn spawn(env: &Env, relay: Relay, agent_args: &[String]) -> anyhow::Result<Topol
                 .stdout(Stdio::piped())
                 .stderr(Stdio::from(err))
                 .spawn()
-                .with_context(|| format!("spawning {}", env.proxy_exe.display()))?;
+                .with_context(|| format!("spawning {}", exe.display()))?;
             let (to_relay, from_relay) = take(&mut proxy)?;
             Ok(Topology {
                 relay_pid: Some(proxy.id()),

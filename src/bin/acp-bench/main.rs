@@ -71,7 +71,7 @@ struct RunArgs {
     /// Seed of the generated traffic.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Relays to run, comma-separated: direct,cat,off,zed.
+    /// Relays to run, comma-separated: direct,cat,off,zed (and baseline, see --baseline-proxy).
     #[arg(long, default_value = "direct,cat,off,zed")]
     relays: String,
     /// Traffic profiles for the stream runs, comma-separated: mix,subagents.
@@ -86,6 +86,10 @@ struct RunArgs {
     /// The acp-proxy binary (default: next to this binary).
     #[arg(long)]
     proxy: Option<PathBuf>,
+    /// A second acp-proxy binary, run as relay `baseline` (display off): before/after numbers
+    /// from the same run.
+    #[arg(long)]
+    baseline_proxy: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -189,6 +193,7 @@ fn env(args: &RunArgs) -> anyhow::Result<Env> {
     Ok(Env {
         bench_exe,
         proxy_exe,
+        baseline_exe: args.baseline_proxy.clone(),
         workdir: args.workdir.canonicalize()?,
         seed: args.seed,
     })
@@ -331,7 +336,7 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
                 .map(|k| k as f64 / 1024.0)
                 .collect();
             let need = match (relay, profiles[t]) {
-                (Relay::Off, _) => Some(0.8),
+                (Relay::Off | Relay::BaseOff, _) => Some(0.8),
                 (Relay::Zed, Profile::Mix) => Some(0.6),
                 (Relay::Zed, _) => Some(0.35),
                 _ => None,
@@ -387,7 +392,7 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
                 };
                 let (a50, a99) = (add(0.5), add(0.99));
                 let ok = matches!((stats(&a50), stats(&a99)), (Some(x), Some(y)) if x.med <= 40.0 && y.med <= 80.0);
-                let v = if matches!(relay, Relay::Off | Relay::Zed) {
+                let v = if matches!(relay, Relay::Off | Relay::Zed | Relay::BaseOff) {
                     format!("≤ 40 / 80 {}", if ok { "ok" } else { "MISSED" })
                 } else {
                     String::new()
@@ -434,7 +439,7 @@ fn memory(args: &RunArgs, env: &Env, relays: &[Relay]) -> anyhow::Result<()> {
     let relays: Vec<Relay> = relays
         .iter()
         .copied()
-        .filter(|r| matches!(r, Relay::Cat | Relay::Off | Relay::Zed))
+        .filter(|r| !matches!(r, Relay::Direct))
         .collect();
     println!("| traffic | size | frames | subagents | relay | peak RSS MiB | MB/s |");
     println!("|---|---|---|---|---|---|---|");
