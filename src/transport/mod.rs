@@ -3,4 +3,5 @@
 pub mod child;
 pub mod framing;
 pub mod outbox;
+pub mod pipe;
 pub mod relay;

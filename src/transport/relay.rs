@@ -22,9 +22,13 @@ use crate::store::Store;
 use crate::transport::child::{self, Agent, SpawnError};
 use crate::transport::framing::{line_body, Frame, LineCodec};
 use crate::transport::outbox::Outbox;
+use crate::transport::pipe;
 
 /// Queue size per direction before the opposite side stops being read.
 const HIGH_WATER: usize = 4 * 1024 * 1024;
+/// First read buffer for the agent's stdout (later ones are sized by `bytes`): fewer reads
+/// under load.
+const READ_BUF: usize = 256 * 1024;
 /// Lines of agent stderr quoted in errors.
 const STDERR_TAIL: usize = 10;
 /// How long the proxy waits for the client's first request when the agent could not start.
@@ -53,7 +57,7 @@ enum Ending {
 
 /// Run the proxy with the client on this process's stdin/stdout.
 pub async fn run_stdio(opts: RelayOptions, engine: Engine) -> anyhow::Result<ExitCode> {
-    run(opts, engine, tokio::io::stdin(), tokio::io::stdout()).await
+    run(opts, engine, pipe::stdin(), pipe::stdout()).await
 }
 
 pub async fn run<R, W>(
@@ -94,7 +98,8 @@ where
     } = agent;
     tracing::info!(pid = pgid, command = ?opts.agent_command, "agent started");
 
-    let mut agent_in = FramedRead::new(stdout, LineCodec::new(opts.max_frame_bytes));
+    let mut agent_in =
+        FramedRead::with_capacity(stdout, LineCodec::new(opts.max_frame_bytes), READ_BUF);
     let mut agent_err = FramedRead::new(stderr, LineCodec::new(64 * 1024));
     let (agent_outbox, agent_writer) = Outbox::spawn(stdin, HIGH_WATER);
     let mut to_agent = Some(agent_outbox);

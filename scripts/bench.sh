@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Benchmark acp-proxy against a direct pipe and `cat`, on the same generated ACP traffic.
+#
+#   scripts/bench.sh --quick           a few MiB, 2 repetitions (CI: proves the harness works)
+#   scripts/bench.sh                   full: 1 GiB per stream run, 5 repetitions
+#   scripts/bench.sh --memory          peak RSS: short vs long streams, few vs many subagents
+#   scripts/bench.sh --bytes 256M --reps 3 --relays cat,off
+#
+# Every option is listed by `scripts/bench.sh --help`. Method and results: docs/performance.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --locked --bin acp-proxy --bin acp-bench >&2
+exec target/release/acp-bench run "$@"

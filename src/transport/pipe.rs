@@ -1,0 +1,224 @@
+//! The client's stdin and stdout as non-blocking descriptors driven by the runtime's reactor.
+//!
+//! `tokio::io::stdin()`/`stdout()` do every read and write on the blocking thread pool: each
+//! one is a hand-off to another thread and back (futex wake-ups, a copy into the pool's own
+//! buffer). For the pipes an editor gives its agent that costs more than the relaying itself.
+//! When stdin/stdout are pipes or sockets they are put in non-blocking mode and polled with
+//! [`AsyncFd`], like the agent's pipes already are. Anything else (a terminal, a file, /dev/null)
+//! keeps tokio's blocking implementation: non-blocking mode on a shared terminal would leak into
+//! the shell, and epoll does not accept regular files. The original file status flags are put
+//! back when the wrapper is dropped.
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use tokio::io::unix::AsyncFd;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// The client's stdin: non-blocking when it is a pipe or socket.
+pub fn stdin() -> Box<dyn AsyncRead + Unpin + Send> {
+    match Pipe::new(io::stdin().as_fd()) {
+        Some(p) => Box::new(p),
+        None => Box::new(tokio::io::stdin()),
+    }
+}
+
+/// The client's stdout: non-blocking when it is a pipe or socket.
+pub fn stdout() -> Box<dyn AsyncWrite + Unpin + Send> {
+    match Pipe::new(io::stdout().as_fd()) {
+        Some(p) => Box::new(p),
+        None => Box::new(tokio::io::stdout()),
+    }
+}
+
+/// A duplicated pipe or socket descriptor in non-blocking mode.
+pub struct Pipe {
+    fd: AsyncFd<OwnedFd>,
+    /// File status flags before we set `O_NONBLOCK` (they belong to the shared open file).
+    original_flags: libc::c_int,
+}
+
+impl Pipe {
+    /// `None` when `fd` is not a pipe or socket, or cannot be set up; the caller then falls
+    /// back to blocking I/O.
+    pub fn new(fd: std::os::fd::BorrowedFd<'_>) -> Option<Pipe> {
+        // SAFETY: fstat writes into the zeroed struct we pass; the descriptor is borrowed valid.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+            return None;
+        }
+        let kind = st.st_mode & libc::S_IFMT;
+        if kind != libc::S_IFIFO && kind != libc::S_IFSOCK {
+            return None;
+        }
+        let owned = fd.try_clone_to_owned().ok()?;
+        let raw = owned.as_raw_fd();
+        // SAFETY: fcntl on a descriptor we own.
+        let flags = unsafe { libc::fcntl(raw, libc::F_GETFL) };
+        if flags < 0 || unsafe { libc::fcntl(raw, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+            return None;
+        }
+        // SAFETY: `owned` is an open descriptor that the AsyncFd owns until it is dropped.
+        match unsafe { AsyncFd::register(owned) } {
+            Ok(fd) => Some(Pipe {
+                fd,
+                original_flags: flags,
+            }),
+            Err(e) => {
+                let (owned, cause) = e.into_parts();
+                tracing::debug!("stdio is not pollable ({cause}): using blocking I/O");
+                // SAFETY: restoring the flags read above on the descriptor we duplicated.
+                unsafe { libc::fcntl(owned.as_raw_fd(), libc::F_SETFL, flags) };
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Pipe {
+    fn drop(&mut self) {
+        // SAFETY: fcntl on the descriptor we still own.
+        unsafe { libc::fcntl(self.fd.as_raw_fd(), libc::F_SETFL, self.original_flags) };
+    }
+}
+
+fn cvt(n: libc::ssize_t) -> io::Result<usize> {
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+impl AsyncRead for Pipe {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        loop {
+            let mut guard = ready!(self.fd.poll_read_ready(cx))?;
+            // SAFETY: read(2) only writes initialised bytes into the unfilled part, and we
+            // only mark as filled what it reports to have written.
+            let unfilled = unsafe { buf.unfilled_mut() };
+            let res = guard.try_io(|fd| {
+                cvt(unsafe {
+                    libc::read(fd.as_raw_fd(), unfilled.as_mut_ptr().cast(), unfilled.len())
+                })
+            });
+            match res {
+                Ok(Ok(n)) => {
+                    // SAFETY: the kernel initialised n bytes.
+                    unsafe { buf.assume_init(n) };
+                    buf.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+                Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Ok(Err(e)) => return Poll::Ready(Err(e)),
+                Err(_would_block) => continue,
+            }
+        }
+    }
+}
+
+impl AsyncWrite for Pipe {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        loop {
+            let mut guard = ready!(self.fd.poll_write_ready(cx))?;
+            // SAFETY: write(2) reads buf.len() bytes from a valid slice.
+            let res = guard.try_io(|fd| {
+                cvt(unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) })
+            });
+            match res {
+                Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Ok(r) => return Poll::Ready(r),
+                Err(_would_block) => continue,
+            }
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        loop {
+            let mut guard = ready!(self.fd.poll_write_ready(cx))?;
+            let count = bufs.len().min(1024) as libc::c_int;
+            // SAFETY: IoSlice is ABI-compatible with iovec; count does not exceed bufs.len().
+            let res = guard.try_io(|fd| {
+                cvt(unsafe { libc::writev(fd.as_raw_fd(), bufs.as_ptr().cast(), count) })
+            });
+            match res {
+                Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Ok(r) => return Poll::Ready(r),
+                Err(_would_block) => continue,
+            }
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    fn pipe() -> (OwnedFd, OwnedFd) {
+        let mut fds = [0; 2];
+        // SAFETY: pipe(2) fills the two descriptors we then own.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        use std::os::fd::FromRawFd;
+        // SAFETY: both descriptors were just created and are owned by nobody else.
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+    }
+
+    #[tokio::test]
+    async fn relays_bytes_through_a_pipe_and_restores_flags() {
+        let (r, w) = pipe();
+        let mut reader = Pipe::new(r.as_fd()).expect("a pipe is pollable");
+        let mut writer = Pipe::new(w.as_fd()).expect("a pipe is pollable");
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        let expect = data.clone();
+        let send = tokio::spawn(async move {
+            writer.write_all(&data).await.expect("write");
+            drop(writer);
+        });
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while got.len() < expect.len() {
+            let n = reader.read(&mut buf).await.expect("read");
+            assert!(n > 0);
+            got.extend_from_slice(&buf[..n]);
+        }
+        send.await.expect("writer task");
+        assert_eq!(got, expect);
+        drop(reader);
+        // SAFETY: F_GETFL on a descriptor we own.
+        let flags = unsafe { libc::fcntl(r.as_raw_fd(), libc::F_GETFL) };
+        assert_eq!(flags & libc::O_NONBLOCK, 0, "blocking mode restored");
+    }
+
+    #[test]
+    fn regular_files_are_left_alone() {
+        let f = tempfile::tempfile().expect("tempfile");
+        assert!(Pipe::new(f.as_fd()).is_none());
+    }
+}
