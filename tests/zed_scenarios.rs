@@ -674,3 +674,19 @@ fn standard_children_keep_their_card_when_the_parent_is_reopened() {
         vec!["user:do the kid thing", "agent:kid done"]
     );
 }
+
+#[test]
+fn the_parents_own_permission_requests_never_wait() {
+    let mut h = Harness::new(zed_cfg());
+    start(&mut h, true);
+    spawn(&mut h, S, "sp", None, "task");
+    // A parent tool call announced first, then its permission request, while a child runs.
+    h.update(S, json!({"sessionUpdate": "tool_call", "toolCallId": "p1", "title": "Run tests", "kind": "execute"}));
+    h.agent(json!({"jsonrpc": "2.0", "id": 9, "method": "session/request_permission", "params": {"sessionId": S,
+        "toolCall": {"toolCallId": "p1"}, "options": []}}));
+    assert_eq!(
+        h.zed.requests,
+        vec![("session/request_permission".to_owned(), S.to_owned())]
+    );
+    assert!(h.engine.poll_timeout().is_none(), "nothing held");
+}

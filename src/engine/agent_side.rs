@@ -5,6 +5,7 @@ use std::borrow::Cow;
 
 use bytes::Bytes;
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::{card_for, frames, Action, Engine, LiveChildEvents, Millis, Mode, NoteLevel};
@@ -13,26 +14,47 @@ use crate::subagents::model::{Child, ChildState};
 use crate::subagents::persist::StoreOp;
 use crate::subagents::{transcript, zed};
 
-/// The routing-relevant head of `session/update` params, borrowed.
+/// A whole `session/update` notification, borrowed: one pass over the frame.
 #[derive(Deserialize)]
-struct UpdateHead<'a> {
-    #[serde(borrow, rename = "sessionId")]
-    session_id: Cow<'a, str>,
+pub(super) struct UpdateFrame<'a> {
     #[serde(borrow)]
-    update: UpdateKind<'a>,
+    pub method: Cow<'a, str>,
+    #[serde(borrow)]
+    pub params: UpdateHead<'a>,
 }
 
+/// The routing-relevant head of `session/update` params, borrowed.
 #[derive(Deserialize)]
-struct UpdateKind<'a> {
+pub(super) struct UpdateHead<'a> {
+    #[serde(borrow, rename = "sessionId")]
+    pub session_id: Cow<'a, str>,
+    #[serde(borrow)]
+    pub update: &'a RawValue,
+}
+
+/// The fields of a child's update the router reads, borrowed.
+#[derive(Deserialize)]
+struct UpdateFields<'a> {
     #[serde(borrow, rename = "sessionUpdate")]
     kind: Cow<'a, str>,
     #[serde(borrow, rename = "toolCallId", default)]
     tool_call_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    title: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    status: Option<Cow<'a, str>>,
 }
 
-fn parse_update(params: &str) -> Option<Value> {
-    let mut v: Value = serde_json::from_str(params).ok()?;
-    Some(v.get_mut("update")?.take())
+/// A child's event on its way into the child thread.
+struct ChildEvent {
+    kind: String,
+    tool: Option<String>,
+    title: Option<String>,
+    has_status: bool,
+    /// The update's JSON text as it will be replayed.
+    text: String,
+    /// The parsed update, when the router built one.
+    value: Option<Value>,
 }
 
 fn str_field<'v>(v: &'v Value, key: &str) -> Option<&'v str> {
@@ -52,33 +74,50 @@ impl Engine {
             out.push(Action::ToClient(frame));
             return;
         };
-        let sid = head.session_id.into_owned();
-        let kind = head.update.kind.into_owned();
-        let tool = head.update.tool_call_id.map(Cow::into_owned);
+        self.agent_update_parts(frame, &head.session_id, head.update.get(), now, out);
+    }
+
+    /// A `session/update` taken apart: its session id and its `update` as raw JSON.
+    pub(super) fn agent_update_parts(
+        &mut self,
+        frame: Bytes,
+        session_id: &str,
+        raw: &str,
+        now: Millis,
+        out: &mut Vec<Action>,
+    ) {
+        let Ok(fields) = serde_json::from_str::<UpdateFields<'_>>(raw) else {
+            out.push(Action::ToClient(frame));
+            return;
+        };
+        let sid = session_id.to_owned();
+        let kind = fields.kind.to_string();
+        let tool = fields.tool_call_id.as_deref().map(str::to_owned);
+        let parse_update = || serde_json::from_str::<Value>(raw).ok();
 
         match kind.as_str() {
             "subagent_update" | "subagent_spawned" | "subagent_state_update" => {
                 // Zed's decoder rejects these kinds: they become cards, never pass through.
-                self.standard_announce(&sid, parse_update(params), out);
+                self.standard_announce(&sid, parse_update(), out);
                 return;
             }
             "session_message" | "session_message_chunk" => {
-                self.session_message(&sid, parse_update(params), out);
+                self.session_message(&sid, parse_update(), out);
                 return;
             }
             _ => {}
         }
         if let Some(cid) = self.reg.by_agent_child(&sid).map(str::to_owned) {
-            self.child_event(&cid, &sid, parse_update(params), frame, now, out);
+            self.child_event_raw(&cid, &sid, raw, fields, frame, now, out);
             return;
         }
         if let Some(t) = &tool {
             if let Some(cid) = self.reg.by_spawn(&sid, t).map(str::to_owned) {
-                self.spawn_event(&cid, &kind, parse_update(params), out);
+                self.spawn_event(&cid, &kind, parse_update(), out);
                 return;
             }
             if let Some(cid) = self.reg.tool_owner(&sid, t).map(str::to_owned) {
-                self.child_event(&cid, &sid, parse_update(params), frame, now, out);
+                self.child_event_raw(&cid, &sid, raw, fields, frame, now, out);
                 return;
             }
         }
@@ -88,11 +127,24 @@ impl Engine {
         if !names_parent && !may_spawn {
             out.push(Action::ToClient(frame));
             if let (Some(t), "tool_call") = (&tool, kind.as_str()) {
+                self.parent_tools.insert((sid.clone(), t.clone()));
                 self.release_held(&sid, t, now, out);
             }
             return;
         }
-        let Some(update) = parse_update(params) else {
+        if names_parent && !may_spawn {
+            // Most child events: the parent reference read straight from the bytes.
+            if let Some(cid) = self
+                .detector
+                .parent_ref_raw(raw)
+                .and_then(|r| self.reg.by_spawn(&sid, &r))
+                .map(str::to_owned)
+            {
+                self.child_event_raw(&cid, &sid, raw, fields, frame, now, out);
+                return;
+            }
+        }
+        let Some(update) = parse_update() else {
             out.push(Action::ToClient(frame));
             return;
         };
@@ -132,6 +184,7 @@ impl Engine {
         }
         out.push(Action::ToClient(frame));
         if let (Some(t), "tool_call") = (&tool, kind.as_str()) {
+            self.parent_tools.insert((sid.clone(), t.clone()));
             self.release_held(&sid, t, now, out);
         }
     }
@@ -312,6 +365,75 @@ impl Engine {
         if kind == "tool_call" || kind == "tool_call_update" {
             zed::strip_meta(&mut update);
         }
+        let event = ChildEvent {
+            title: str_field(&update, "title").map(str::to_owned),
+            has_status: update.get("status").is_some(),
+            text: update.to_string(),
+            kind,
+            tool,
+            value: Some(update),
+        };
+        self.child_record(cid, root, event, frame, now, out);
+    }
+
+    /// A child event taken as raw JSON: recorded as the agent sent it, without building a
+    /// tree, unless it needs more than routing (a nested spawn, Zed keys to strip, a
+    /// flavour that reads its fields).
+    #[allow(clippy::too_many_arguments)]
+    fn child_event_raw(
+        &mut self,
+        cid: &str,
+        root: &str,
+        raw: &str,
+        head: UpdateFields<'_>,
+        frame: Bytes,
+        now: Millis,
+        out: &mut Vec<Action>,
+    ) {
+        let head = Some(head);
+        let simple = head.as_ref().is_some_and(|h| {
+            let tool = h.tool_call_id.as_deref();
+            self.mode == Some(Mode::Zed)
+                && self.cfg.live_child_events == LiveChildEvents::Hide
+                && !(h.kind == "tool_call" && self.detector.may_be_spawn(raw.as_bytes()))
+                && !tool.is_some_and(|t| self.reg.by_spawn(root, t).is_some())
+                && !super::scan::has(&super::scan::SUBAGENT_INFO, raw.as_bytes())
+                && !self.reg.get(cid).is_some_and(|c| c.degraded)
+        });
+        let Some(head) = head.filter(|_| simple) else {
+            let value = serde_json::from_str::<Value>(raw).ok();
+            self.child_event(cid, root, value, frame, now, out);
+            return;
+        };
+        let event = ChildEvent {
+            kind: head.kind.into_owned(),
+            tool: head.tool_call_id.map(Cow::into_owned),
+            title: head.title.map(Cow::into_owned),
+            has_status: head.status.is_some(),
+            text: raw.to_owned(),
+            value: None,
+        };
+        self.child_record(cid, root, event, frame, now, out);
+    }
+
+    /// Record a child's event and keep its card current.
+    fn child_record(
+        &mut self,
+        cid: &str,
+        root: &str,
+        event: ChildEvent,
+        frame: Bytes,
+        now: Millis,
+        out: &mut Vec<Action>,
+    ) {
+        let ChildEvent {
+            kind,
+            tool,
+            title,
+            has_status,
+            text,
+            value,
+        } = event;
         let replaying = self
             .reg
             .get(cid)
@@ -333,16 +455,17 @@ impl Engine {
         if let (Some(t), "tool_call") = (&tool, kind.as_str()) {
             self.reg.set_tool_owner(root, t, cid);
         }
-        if !replay_skip {
-            self.record_in(cid, &update, out);
-        }
-        if self.cfg.live_child_events == LiveChildEvents::Flat && !replay_skip {
+        let flat = self.cfg.live_child_events == LiveChildEvents::Flat && !replay_skip;
+        if flat {
             if standard {
                 let visible = self.visible_session(&parent);
-                out.push(Action::ToClient(zed::notification(&visible, &update)));
+                out.push(Action::ToClient(zed::notification_raw(&visible, &text)));
             } else {
                 out.push(Action::ToClient(frame));
             }
+        }
+        if !replay_skip {
+            self.record_text_in(cid, &kind, tool.as_deref(), text, value.as_ref(), out);
         }
         let Some(child) = self.reg.get_mut(cid) else {
             return;
@@ -359,13 +482,13 @@ impl Engine {
             // Fold the child's work into its card, at each step and each new text run.
             let text_run_starts =
                 kind == "agent_message_chunk" && entries_before != child.entries.count();
-            let tool_status = kind == "tool_call_update" && update.get("status").is_some();
+            let tool_status = kind == "tool_call_update" && has_status;
             if (new_step || tool_status || text_run_starts) && !replaying && !replay_skip {
                 card = Some(card_for(mode, child, None, None));
             }
         } else if new_step && self.cfg.live_progress && !replaying && !replay_skip {
             child.steps += 1;
-            child.activity = str_field(&update, "title").map(str::to_owned);
+            child.activity = title;
             child.progress_shown = true;
             let title = zed::progress_title(child);
             card = Some(zed::card_update(child, None, Some(&title)));
@@ -625,14 +748,37 @@ impl Engine {
     }
 
     fn record_in(&mut self, cid: &str, update: &Value, out: &mut Vec<Action>) {
+        let kind = str_field(update, "sessionUpdate").unwrap_or("").to_owned();
+        let tool = str_field(update, "toolCallId").map(str::to_owned);
+        self.record_text_in(
+            cid,
+            &kind,
+            tool.as_deref(),
+            update.to_string(),
+            Some(update),
+            out,
+        );
+    }
+
+    /// Append one update (its JSON text, and the parsed value when at hand) to a child's
+    /// thread, persist it, and send it live if the client loaded the child.
+    fn record_text_in(
+        &mut self,
+        cid: &str,
+        kind: &str,
+        tool: Option<&str>,
+        text: String,
+        value: Option<&Value>,
+        out: &mut Vec<Action>,
+    ) {
         let max = self.cfg.limits.max_transcript_bytes;
+        let transcript = self.mode == Some(Mode::Transcript);
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
         if child.degraded {
             return;
         }
-        let text = update.to_string();
         if child.bytes + text.len() > max {
             child.degraded = true;
             let msg = format!(
@@ -641,10 +787,17 @@ impl Engine {
             self.note(out, NoteLevel::Warn, msg);
             return;
         }
-        if self.mode == Some(Mode::Transcript) {
-            child.log.observe(update);
+        if transcript {
+            match value {
+                Some(v) => child.log.observe(v),
+                None => {
+                    if let Ok(v) = serde_json::from_str::<Value>(&text) {
+                        child.log.observe(&v);
+                    }
+                }
+            }
         }
-        let text = child.record_text(update, text);
+        child.record_kind(kind, tool, text.clone());
         if child.loaded {
             out.push(Action::ToClient(zed::notification_raw(cid, &text)));
         }
@@ -817,9 +970,13 @@ impl Engine {
                 let is_spawn = tool
                     .as_deref()
                     .is_some_and(|t| self.reg.by_spawn(&sid, t).is_some());
+                let parents = tool
+                    .as_deref()
+                    .is_some_and(|t| self.parent_tools.contains(&sid, t));
                 let hold = may_hold
                     && method == "session/request_permission"
                     && !is_spawn
+                    && !parents
                     && !self.replaying.contains(&sid)
                     && self.reg.has_open_legacy_child(&sid)
                     && self.held.len() < self.cfg.max_held_permissions;

@@ -13,6 +13,7 @@ mod client_side;
 pub mod envelope;
 pub mod frames;
 pub mod pending;
+pub mod scan;
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -192,6 +193,35 @@ pub struct Engine {
     finished: std::collections::VecDeque<String>,
     /// Synthesized cards already shown again during the current parent replays.
     replay_cards: HashSet<String>,
+    /// Recent tool calls that went to a top-level thread: their permission requests are the
+    /// parent's and never wait for attribution.
+    parent_tools: RecentSet,
+}
+
+/// A bounded set that forgets its oldest members.
+#[derive(Debug, Default)]
+struct RecentSet {
+    set: HashSet<(String, String)>,
+    order: std::collections::VecDeque<(String, String)>,
+}
+
+impl RecentSet {
+    const CAPACITY: usize = 4096;
+
+    fn insert(&mut self, key: (String, String)) {
+        if self.set.insert(key.clone()) {
+            self.order.push_back(key);
+            if self.order.len() > Self::CAPACITY {
+                if let Some(old) = self.order.pop_front() {
+                    self.set.remove(&old);
+                }
+            }
+        }
+    }
+
+    fn contains(&self, session: &str, id: &str) -> bool {
+        self.set.contains(&(session.to_owned(), id.to_owned()))
+    }
 }
 
 impl Default for Engine {
@@ -231,6 +261,7 @@ impl Engine {
             passthrough_spawns: HashSet::new(),
             finished: std::collections::VecDeque::new(),
             replay_cards: HashSet::new(),
+            parent_tools: RecentSet::default(),
         }
     }
 
@@ -324,6 +355,20 @@ impl Engine {
         // The envelope borrows from a second handle on the same bytes, so that `frame`
         // itself can still be moved on untouched.
         let body = frame.clone();
+        if self.models_subagents()
+            && !scan::has(&scan::ID_KEY, &body)
+            && scan::has(&scan::SESSION_UPDATE, &body)
+        {
+            // A notification that is most likely a session/update: take it apart in one pass.
+            let parsed = serde_json::from_slice::<agent_side::UpdateFrame<'_>>(
+                crate::transport::framing::line_body(&body),
+            );
+            if let Some(f) = parsed.ok().filter(|f| f.method == "session/update") {
+                let raw = f.params.update.get();
+                self.agent_update_parts(frame, &f.params.session_id, raw, now, out);
+                return;
+            }
+        }
         let Parsed::Message(env) = envelope::parse(&body) else {
             out.push(Action::ToClient(frame));
             return;
@@ -363,18 +408,28 @@ impl Engine {
     /// only err towards the slow path: inside JSON strings quotes are escaped, so these keys
     /// cannot hide, while look-alikes in text merely cost a parse.
     fn passes_untouched(&self, frame: &[u8]) -> bool {
-        use memchr::memmem::find;
-        if find(frame, b"\"id\"").is_some() {
+        if scan::has(&scan::ID_KEY, frame) {
             return false;
         }
         match self.mode {
             None | Some(Mode::Off) | Some(Mode::Acp) => true,
             Some(Mode::Zed | Mode::Transcript) => {
-                !self.reg.has_agent_children()
-                    && find(frame, b"\"tool_call").is_none()
-                    && find(frame, b"subagent").is_none()
-                    && find(frame, b"session_message").is_none()
-                    && !self.detector.may_name_parent(frame)
+                if self.reg.has_agent_children()
+                    || scan::has(&scan::SUBAGENT, frame)
+                    || scan::has(&scan::SESSION_MESSAGE, frame)
+                    || self.detector.may_name_parent(frame)
+                {
+                    return false;
+                }
+                if !scan::has(&scan::TOOL_CALL, frame) {
+                    return true;
+                }
+                // A tool call: it may start a subagent, belong to a child, or be waited for
+                // by a held permission request (then the parent's tool calls are tracked).
+                self.held.is_empty()
+                    && !self.reg.has_open_legacy_children()
+                    && !self.detector.may_be_spawn(frame)
+                    && !self.reg.may_know_tool_in(frame)
             }
         }
     }

@@ -3,6 +3,7 @@
 use serde_json::Value;
 
 use super::presets::Preset;
+use crate::engine::scan::Needles;
 
 /// The active presets, plus the byte markers that let the engine skip frames cheaply.
 #[derive(Debug, Clone)]
@@ -10,8 +11,9 @@ pub struct Detector {
     presets: Vec<Preset>,
     /// Keys whose presence in a frame means it may name a parent tool call.
     markers: Vec<String>,
+    marker_search: Needles,
     /// Strings without which a tool call cannot be a spawn of any preset.
-    spawn_markers: Vec<String>,
+    spawn_search: Needles,
 }
 
 impl Detector {
@@ -38,23 +40,20 @@ impl Detector {
         spawn_markers.dedup();
         Detector {
             presets,
+            marker_search: Needles::new(&markers),
             markers,
-            spawn_markers,
+            spawn_search: Needles::new(&spawn_markers),
         }
     }
 
     /// Whether the raw frame may hold a spawn (a cheap substring test before any parse).
     pub fn may_be_spawn(&self, raw: &[u8]) -> bool {
-        self.spawn_markers
-            .iter()
-            .any(|m| memchr::memmem::find(raw, m.as_bytes()).is_some())
+        self.spawn_search.any_in(raw)
     }
 
     /// Whether the raw frame may carry a parent reference (a cheap substring test).
     pub fn may_name_parent(&self, raw: &[u8]) -> bool {
-        self.markers
-            .iter()
-            .any(|m| memchr::memmem::find(raw, m.as_bytes()).is_some())
+        self.marker_search.any_in(raw)
     }
 
     /// The tool call id of the spawn this child event belongs to, if any preset names one.
@@ -63,6 +62,23 @@ impl Detector {
             .iter()
             .flat_map(|p| p.parent_pointers.iter())
             .find_map(|ptr| update.pointer(ptr).and_then(Value::as_str))
+    }
+
+    /// The parent reference read from the raw JSON of an update, without parsing it: the
+    /// string value of a preset's parent key, if exactly one value appears. `None` when there
+    /// is none, several, or one with escapes (the caller then parses).
+    pub fn parent_ref_raw(&self, raw: &str) -> Option<String> {
+        let mut found: Option<&str> = None;
+        for key in &self.markers {
+            for (pos, _) in raw.match_indices(key.as_str()) {
+                let value = string_after_key(&raw[pos + key.len()..])?;
+                match found {
+                    Some(f) if f != value => return None,
+                    _ => found = Some(value),
+                }
+            }
+        }
+        found.map(str::to_owned)
     }
 
     /// If this `tool_call` (or first update) starts a subagent: the agent's tool name for it.
@@ -143,6 +159,18 @@ impl Detector {
     }
 }
 
+/// The string after `"key"`: `: "value"`, for a value without escapes.
+fn string_after_key(rest: &str) -> Option<&str> {
+    let rest = rest
+        .trim_start()
+        .strip_prefix(':')?
+        .trim_start()
+        .strip_prefix('"')?;
+    let end = rest.find('"')?;
+    let value = &rest[..end];
+    (!value.contains('\\')).then_some(value)
+}
+
 /// Text of an array of content blocks (`[{type: "text", text}]`), or of a single string.
 fn blocks_text(v: &Value) -> Option<String> {
     match v {
@@ -174,6 +202,11 @@ mod tests {
             "_meta":{"claudeCode":{"toolName":"Glob","parentToolUseId":"t"}}});
         assert_eq!(d.spawn_tool_name(&child), None);
         assert_eq!(d.parent_ref(&child), Some("t"));
+        assert_eq!(d.parent_ref_raw(&child.to_string()).as_deref(), Some("t"));
+        let spaced = r#"{"_meta": {"claudeCode": {"parentToolUseId" : "t9"}}}"#;
+        assert_eq!(d.parent_ref_raw(spaced).as_deref(), Some("t9"));
+        let two = r#"{"_meta":{"parentToolCallId":"a","claudeCode":{"parentToolUseId":"b"}}}"#;
+        assert_eq!(d.parent_ref_raw(two), None, "ambiguous: parse instead");
         assert!(d.may_name_parent(child.to_string().as_bytes()));
         assert!(!d.may_name_parent(spawn.to_string().as_bytes()));
         assert!(d.may_be_spawn(spawn.to_string().as_bytes()));

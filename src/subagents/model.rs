@@ -164,20 +164,22 @@ impl Child {
 
     /// Record one update (already in its final, client-facing form).
     pub fn record(&mut self, update: &Value) -> String {
-        self.record_text(update, update.to_string())
-    }
-
-    /// Record one update whose serialised form the caller already has.
-    pub fn record_text(&mut self, update: &Value, text: String) -> String {
         let kind = update
             .get("sessionUpdate")
             .and_then(Value::as_str)
             .unwrap_or("");
         let tool = update.get("toolCallId").and_then(Value::as_str);
+        let text = update.to_string();
+        self.record_kind(kind, tool, text.clone());
+        text
+    }
+
+    /// Record one update by its kind and tool call id (what the entry rules read) and its
+    /// JSON text.
+    pub fn record_kind(&mut self, kind: &str, tool: Option<&str>, text: String) {
         self.entries.push(kind, tool);
         self.bytes += text.len();
-        self.thread.push(text.clone());
-        text
+        self.thread.push(text);
     }
 
     /// Rebuild the entry counter (and size) from the thread.
@@ -221,10 +223,13 @@ pub struct Registry {
     by_agent_child: HashMap<String, String>,
     /// (agent session, tool call id) of a child's own tool calls → child id.
     tool_owner: HashMap<(String, String), String>,
+    /// Every tool call id in `by_spawn` and `tool_owner`, for a quick byte test.
+    tool_ids: std::collections::HashSet<String>,
 }
 
 impl Registry {
     pub fn insert(&mut self, child: Child) {
+        self.tool_ids.insert(child.spawn_id.clone());
         self.by_spawn.insert(
             (child.root.clone(), child.spawn_id.clone()),
             child.id.clone(),
@@ -261,6 +266,7 @@ impl Registry {
     /// Another id under which the agent refers to a child's spawn (standard children are
     /// also tagged with the parent's tool-use id).
     pub fn alias_spawn(&mut self, session: &str, tool_call_id: &str, child: &str) {
+        self.tool_ids.insert(tool_call_id.to_owned());
         self.by_spawn
             .entry((session.to_owned(), tool_call_id.to_owned()))
             .or_insert_with(|| child.to_owned());
@@ -273,6 +279,7 @@ impl Registry {
     }
 
     pub fn set_tool_owner(&mut self, session: &str, tool_call_id: &str, child: &str) {
+        self.tool_ids.insert(tool_call_id.to_owned());
         self.tool_owner.insert(
             (session.to_owned(), tool_call_id.to_owned()),
             child.to_owned(),
@@ -313,6 +320,44 @@ impl Registry {
         self.by_agent_child.retain(|_, v| v != id);
         self.tool_owner.retain(|_, v| v != id);
         Some(child)
+    }
+
+    /// Whether a legacy child anywhere may still produce events.
+    pub fn has_open_legacy_children(&self) -> bool {
+        self.children
+            .values()
+            .any(|c| c.agent_child.is_none() && (!c.state.is_final() || c.background))
+    }
+
+    /// Whether a raw frame may name a tool call id the registry knows: every
+    /// `"toolCallId":"..."` value in it is looked up (an escaped one counts as known, so the
+    /// caller parses).
+    pub fn may_know_tool_in(&self, raw: &[u8]) -> bool {
+        if self.tool_ids.is_empty() {
+            return false;
+        }
+        let key_len = b"\"toolCallId\"".len();
+        let finder = &crate::engine::scan::TOOL_CALL_ID_KEY;
+        let mut rest = raw;
+        while let Some(pos) = finder.find(rest) {
+            rest = &rest[pos + key_len..];
+            let text = String::from_utf8_lossy(&rest[..rest.len().min(512)]);
+            let value = text
+                .trim_start()
+                .strip_prefix(':')
+                .map(str::trim_start)
+                .and_then(|t| t.strip_prefix('"'))
+                .and_then(|t| t.find('"').map(|end| t[..end].to_owned()));
+            match value {
+                Some(v) if !v.contains('\\') => {
+                    if self.tool_ids.contains(&v) {
+                        return true;
+                    }
+                }
+                _ => return true,
+            }
+        }
+        false
     }
 
     /// Whether any child has a session of its own on the agent side (standard ACP).

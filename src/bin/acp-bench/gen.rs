@@ -547,7 +547,8 @@ impl<W: Write, C: Write> Generator<W, C> {
     }
 
     fn permission_request(&mut self) -> anyhow::Result<()> {
-        let id = self.tool_id();
+        // As real agents do, the tool call is announced before its permission request.
+        let id = self.tool_call(None)?;
         let perm = self.next_perm;
         self.next_perm += 1;
         self.line
