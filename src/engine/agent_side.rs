@@ -396,7 +396,7 @@ impl Engine {
             self.mode == Some(Mode::Zed)
                 && self.cfg.live_child_events == LiveChildEvents::Hide
                 && !(h.kind == "tool_call" && self.detector.may_be_spawn(raw.as_bytes()))
-                && !tool.is_some_and(|t| self.reg.by_spawn(root, t).is_some())
+                && tool.is_none_or(|t| self.reg.by_spawn(root, t).is_none())
                 && !super::scan::has(&super::scan::SUBAGENT_INFO, raw.as_bytes())
                 && !self.reg.get(cid).is_some_and(|c| c.degraded)
         });
