@@ -17,8 +17,10 @@ use tokio_util::codec::FramedRead;
 
 use crate::config::ShutdownConfig;
 use crate::dump::{Direction, Dump};
-use crate::engine::{Action, Engine, NoteLevel};
+use crate::engine::{Action, Engine};
 use crate::store::Store;
+use crate::transport::actions::{execute, Dest};
+use crate::transport::chain_relay::{self, ChainParts};
 use crate::transport::child::{self, Agent, SpawnError};
 use crate::transport::framing::{line_body, Frame, LineCodec};
 use crate::transport::outbox::Outbox;
@@ -75,6 +77,35 @@ where
     let mut client_in = FramedRead::new(client_in, LineCodec::new(opts.max_frame_bytes));
     let (to_client, client_writer) = Outbox::spawn(client_out, HIGH_WATER);
 
+    // The first frame decides the mode: a conductor's `proxy/initialize` makes this process a
+    // chain link (the conductor runs the agent); anything else, a standalone proxy.
+    let first = match client_in.next().await {
+        Some(Ok(frame)) => frame,
+        Some(Err(e)) => {
+            tracing::warn!("reading from the client failed before it sent anything: {e}");
+            return Ok(0);
+        }
+        None => {
+            tracing::debug!("the client closed before sending anything: no agent started");
+            return Ok(0);
+        }
+    };
+    if let Frame::Line(bytes) = &first {
+        if let Some(dialect) = crate::chain::chain_initialize(bytes) {
+            let parts = ChainParts {
+                dialect,
+                first: bytes.clone(),
+                client_in,
+                to_conductor: to_client,
+                writer: client_writer,
+                dump,
+                store,
+            };
+            return chain_relay::run(parts, engine).await;
+        }
+    }
+    let mut pending_first = Some(first);
+
     let agent = match Agent::spawn(&opts.agent_command) {
         Ok(agent) => agent,
         Err(err) => {
@@ -82,6 +113,16 @@ where
             tracing::error!("{err}");
             if let Some(d) = &dump {
                 d.note(err.to_string());
+            }
+            if let Some(first) = pending_first.take() {
+                if let Some(d) = &dump {
+                    d.frame(Direction::ClientToProxy, first.bytes());
+                }
+                if answer_first_request(first.bytes(), &to_client, &dump, &err) {
+                    drop(to_client);
+                    let _ = tokio::time::timeout(Duration::from_secs(2), client_writer).await;
+                    return Ok(code);
+                }
             }
             answer_without_agent(&mut client_in, &to_client, &dump, &err).await;
             drop(to_client);
@@ -120,6 +161,24 @@ where
     // The agent exited but something still holds its stdout open: when to clean its group up.
     let mut orphan_deadline: Option<Instant> = None;
 
+    if let Some(frame) = pending_first.take() {
+        from_client(
+            &mut engine,
+            frame,
+            0,
+            &mut actions,
+            &dump,
+            opts.max_frame_bytes,
+        );
+        execute(
+            &mut engine,
+            0,
+            &mut actions,
+            &mut relay_sink(&to_client, to_agent.as_ref()),
+            &dump,
+            store.as_ref(),
+        );
+    }
     while !agent_eof {
         let agent_room = to_agent.as_ref().is_none_or(Outbox::has_room);
         let client_room = to_client.has_room();
@@ -128,15 +187,8 @@ where
                 match frame {
                     Some(Ok(frame)) => {
                         let now = clock.elapsed().as_millis() as u64;
-                        if let Some(d) = &dump { d.frame(Direction::ClientToProxy, frame.bytes()); }
-                        match frame {
-                            Frame::Line(bytes) => engine.from_client(bytes, now, &mut actions),
-                            Frame::Piece { bytes, first, .. } => {
-                                if first { oversize_note(&dump, "client", opts.max_frame_bytes); }
-                                actions.push(Action::ToAgent(bytes));
-                            }
-                        }
-                        execute(&mut engine, now, &mut actions, &to_client, to_agent.as_ref(), &dump, store.as_ref());
+                        from_client(&mut engine, frame, now, &mut actions, &dump, opts.max_frame_bytes);
+                        execute(&mut engine, now, &mut actions, &mut relay_sink(&to_client, to_agent.as_ref()), &dump, store.as_ref());
                     }
                     Some(Err(e)) => {
                         tracing::warn!("reading from the client failed: {e}");
@@ -162,7 +214,7 @@ where
                                 actions.push(Action::ToClient(bytes));
                             }
                         }
-                        execute(&mut engine, now, &mut actions, &to_client, to_agent.as_ref(), &dump, store.as_ref());
+                        execute(&mut engine, now, &mut actions, &mut relay_sink(&to_client, to_agent.as_ref()), &dump, store.as_ref());
                     }
                     Some(Err(e)) => {
                         tracing::warn!("reading from the agent failed: {e}");
@@ -190,7 +242,7 @@ where
             _ = sleep_until(engine.poll_timeout().map(|ms| clock + Duration::from_millis(ms))) => {
                 let now = clock.elapsed().as_millis() as u64;
                 engine.handle_timeout(now, &mut actions);
-                execute(&mut engine, now, &mut actions, &to_client, to_agent.as_ref(), &dump, store.as_ref());
+                execute(&mut engine, now, &mut actions, &mut relay_sink(&to_client, to_agent.as_ref()), &dump, store.as_ref());
             }
             _ = sigint.recv(), if ending == Ending::Running => ending = Ending::Signal(libc::SIGINT),
             _ = sigterm.recv(), if ending == Ending::Running => ending = Ending::Signal(libc::SIGTERM),
@@ -261,8 +313,7 @@ where
                 &mut engine,
                 now,
                 &mut actions,
-                &to_client,
-                None,
+                &mut relay_sink(&to_client, None),
                 &dump,
                 store.as_ref(),
             );
@@ -281,85 +332,50 @@ where
     Ok(code)
 }
 
-async fn sleep_until(deadline: Option<Instant>) {
+/// Where the standalone relay sends what the engine emits.
+fn relay_sink<'a>(
+    to_client: &'a Outbox,
+    to_agent: Option<&'a Outbox>,
+) -> impl FnMut(Dest, Bytes) + 'a {
+    move |dest, bytes| match dest {
+        Dest::Client => {
+            to_client.send(bytes);
+        }
+        Dest::Agent => match to_agent {
+            Some(t) => {
+                t.send(bytes);
+            }
+            None => tracing::debug!("agent stdin closed: dropping a frame for the agent"),
+        },
+    }
+}
+
+pub(crate) async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(t) => tokio::time::sleep_until(t).await,
         None => std::future::pending().await,
     }
 }
 
-/// Carry out the engine's actions in order. Store look-ups are answered right here (they
-/// feed the engine before the next action runs, so a parent load reaches the agent only after
-/// its children were restored).
-fn execute(
+/// A frame from the client into the engine (or, when oversized, straight on to the agent).
+fn from_client(
     engine: &mut Engine,
+    frame: Frame,
     now: u64,
     actions: &mut Vec<Action>,
-    to_client: &Outbox,
-    to_agent: Option<&Outbox>,
     dump: &Option<Dump>,
-    store: Option<&Store>,
+    max_frame_bytes: usize,
 ) {
-    let mut queue: VecDeque<Action> = actions.drain(..).collect();
-    while let Some(action) = queue.pop_front() {
-        match action {
-            Action::ToClient(bytes) => {
-                if let Some(d) = dump {
-                    d.frame(Direction::ProxyToClient, &bytes);
-                }
-                to_client.send(bytes);
+    if let Some(d) = dump {
+        d.frame(Direction::ClientToProxy, frame.bytes());
+    }
+    match frame {
+        Frame::Line(bytes) => engine.from_client(bytes, now, actions),
+        Frame::Piece { bytes, first, .. } => {
+            if first {
+                oversize_note(dump, "client", max_frame_bytes);
             }
-            Action::ToAgent(bytes) => {
-                if let Some(d) = dump {
-                    d.frame(Direction::ProxyToAgent, &bytes);
-                }
-                match to_agent {
-                    Some(t) => {
-                        t.send(bytes);
-                    }
-                    None => tracing::debug!("agent stdin closed: dropping a frame for the agent"),
-                }
-            }
-            Action::Note(note) => {
-                match note.level {
-                    NoteLevel::Info => tracing::info!("{}", note.message),
-                    NoteLevel::Warn => tracing::warn!("{}", note.message),
-                }
-                if let Some(d) = dump {
-                    d.note(note.message);
-                }
-            }
-            Action::Store(op) => {
-                if let Some(store) = store {
-                    store.submit(op);
-                }
-            }
-            Action::FetchChildren { parent_session_id } => {
-                let children = match store.map(|s| s.children_of(&parent_session_id)) {
-                    Some(Ok(children)) => children,
-                    Some(Err(e)) => {
-                        tracing::warn!("cannot read stored subagents of {parent_session_id}: {e}");
-                        Vec::new()
-                    }
-                    None => Vec::new(),
-                };
-                engine.restore(children);
-            }
-            Action::FetchChild { child_id, request } => {
-                let child = match store.map(|s| s.child(&child_id)) {
-                    Some(Ok(child)) => child,
-                    Some(Err(e)) => {
-                        tracing::warn!("cannot read stored subagent {child_id}: {e}");
-                        None
-                    }
-                    None => None,
-                };
-                let mut more = Vec::new();
-                engine.child_fetched(child, request, now, &mut more);
-                for a in more.into_iter().rev() {
-                    queue.push_front(a);
-                }
-            }
+            actions.push(Action::ToAgent(bytes));
         }
     }
 }
@@ -440,21 +456,34 @@ async fn answer_without_agent<R: AsyncRead + Unpin>(
         if let Some(d) = dump {
             d.frame(Direction::ClientToProxy, &bytes);
         }
-        if let crate::engine::envelope::Parsed::Message(env) =
-            crate::engine::envelope::parse(&bytes)
-        {
-            if let (crate::engine::envelope::Kind::Request, Some(id)) = (env.kind(), env.id) {
-                let line = crate::engine::pending::error_response(
-                    id,
-                    -32603,
-                    &format!("acp-proxy could not start the agent: {err}"),
-                );
-                if let Some(d) = dump {
-                    d.frame(Direction::ProxyToClient, &line);
-                }
-                to_client.send(line);
-                return;
-            }
+        if answer_first_request(&bytes, to_client, dump, err) {
+            return;
         }
     }
+}
+
+/// If `bytes` is a request, answer it with the reason the agent could not start.
+fn answer_first_request(
+    bytes: &[u8],
+    to_client: &Outbox,
+    dump: &Option<Dump>,
+    err: &SpawnError,
+) -> bool {
+    use crate::engine::envelope::{parse, Kind, Parsed};
+    let Parsed::Message(env) = parse(bytes) else {
+        return false;
+    };
+    let (Kind::Request, Some(id)) = (env.kind(), env.id) else {
+        return false;
+    };
+    let line = crate::engine::frames::error(
+        id,
+        -32603,
+        &format!("acp-proxy could not start the agent: {err}"),
+    );
+    if let Some(d) = dump {
+        d.frame(Direction::ProxyToClient, &line);
+    }
+    to_client.send(line);
+    true
 }
