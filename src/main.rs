@@ -162,7 +162,7 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             if let Some(level) = cli.log_level {
                 cfg.log_level = level;
             }
-            init_tracing(&cfg.log_level)?;
+            let _log = init_tracing(&cfg.log_level)?;
             if let Some(location) = cli.store {
                 cfg.store.location = Some(location);
             }
@@ -173,7 +173,8 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             if let Some(level) = cli.log_level {
                 cfg.log_level = level;
             }
-            init_tracing(&cfg.log_level)?;
+            // Flushes what is queued (briefly) when the proxy ends.
+            let _log = init_tracing(&cfg.log_level)?;
             if let Some(path) = cli.dump {
                 cfg.dump.path = Some(path);
             }
@@ -295,16 +296,22 @@ fn error_chain(err: &anyhow::Error) -> String {
     text
 }
 
-fn init_tracing(level: &str) -> anyhow::Result<()> {
+/// Logs go to stderr through a writer thread with a bounded, lossy queue: an editor that
+/// stops reading our stderr must never stall the relay.
+fn init_tracing(level: &str) -> anyhow::Result<tracing_appender::non_blocking::WorkerGuard> {
     let filter = tracing_subscriber::EnvFilter::try_new(level)
         .with_context(|| format!("invalid log level `{level}`"))?;
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(true)
+        .thread_name("acp-proxy-log")
+        .finish(std::io::stderr());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(writer)
         .with_target(false)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    Ok(())
+    Ok(guard)
 }
 
 fn run_proxy(cfg: Config, agent: Vec<String>) -> anyhow::Result<i32> {

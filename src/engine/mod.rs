@@ -117,7 +117,7 @@ impl Default for Limits {
             max_subagents_per_session: 1000,
             max_depth: 8,
             max_transcript_bytes: 16 * 1024 * 1024,
-            max_finished_in_memory: 64,
+            max_finished_in_memory: 16,
         }
     }
 }

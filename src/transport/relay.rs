@@ -154,7 +154,7 @@ where
     let mut client_eof = false;
     let mut agent_eof = false;
     let mut stderr_eof = false;
-    let mut stderr_tail: VecDeque<String> = VecDeque::new();
+    let mut agent_log = AgentLog::start();
     let mut exit_status: Option<ExitStatus> = None;
     // Escalation after the client is gone: (when, signal to send next).
     let mut escalation: Option<(Instant, i32)> = None;
@@ -225,7 +225,7 @@ where
             }
             _ = to_client.room(), if !client_room => {}
             line = agent_err.next(), if !stderr_eof => match line {
-                Some(Ok(frame)) => relay_stderr(frame.bytes(), &mut stderr_tail, &dump),
+                Some(Ok(frame)) => agent_log.line(frame.bytes(), &dump),
                 _ => stderr_eof = true,
             },
             status = child.wait(), if exit_status.is_none() => {
@@ -295,7 +295,8 @@ where
         }
     };
     let _ = agent_writer.await;
-    drain_stderr(&mut agent_err, &mut stderr_tail, &dump, stderr_eof).await;
+    drain_stderr(&mut agent_err, &mut agent_log, &dump, stderr_eof).await;
+    let stderr_tail = agent_log.finish().await;
 
     let code = match ending {
         Ending::Running => {
@@ -390,25 +391,59 @@ fn oversize_note(dump: &Option<Dump>, side: &str, max: usize) {
     }
 }
 
-fn relay_stderr(bytes: &Bytes, tail: &mut VecDeque<String>, dump: &Option<Dump>) {
-    use std::io::Write;
-    // The agent's stderr is its log: pass it through as is.
-    let _ = std::io::stderr().write_all(bytes);
-    if let Some(d) = dump {
-        d.frame(Direction::AgentStderr, bytes);
-    }
-    let line = String::from_utf8_lossy(line_body(bytes)).trim().to_owned();
-    if !line.is_empty() {
-        if tail.len() == STDERR_TAIL {
-            tail.pop_front();
+/// The agent's stderr, passed on to ours line by line. Written by a task of its own behind a
+/// bounded queue, so an editor that stops reading our stderr can never stall the protocol:
+/// past the bound, lines are counted as dropped (and the count reported) instead.
+struct AgentLog {
+    out: Outbox,
+    writer: tokio::task::JoinHandle<std::io::Result<()>>,
+    tail: VecDeque<String>,
+    dropped: u64,
+}
+
+impl AgentLog {
+    fn start() -> AgentLog {
+        let (out, writer) = Outbox::spawn(tokio::io::stderr(), 1024 * 1024);
+        AgentLog {
+            out,
+            writer,
+            tail: VecDeque::new(),
+            dropped: 0,
         }
-        tail.push_back(line);
+    }
+
+    fn line(&mut self, bytes: &Bytes, dump: &Option<Dump>) {
+        if self.out.has_room() {
+            self.out.send(bytes.clone());
+        } else {
+            self.dropped += 1;
+        }
+        if let Some(d) = dump {
+            d.frame(Direction::AgentStderr, bytes);
+        }
+        let line = String::from_utf8_lossy(line_body(bytes)).trim().to_owned();
+        if !line.is_empty() {
+            if self.tail.len() == STDERR_TAIL {
+                self.tail.pop_front();
+            }
+            self.tail.push_back(line);
+        }
+    }
+
+    /// Write out what is queued (briefly) and hand back the last lines.
+    async fn finish(self) -> VecDeque<String> {
+        if self.dropped > 0 {
+            tracing::warn!("{} line(s) of the agent's stderr were not passed on: our stderr was not being read", self.dropped);
+        }
+        drop(self.out);
+        let _ = tokio::time::timeout(Duration::from_secs(1), self.writer).await;
+        self.tail
     }
 }
 
 async fn drain_stderr<R: AsyncRead + Unpin>(
     reader: &mut FramedRead<R, LineCodec>,
-    tail: &mut VecDeque<String>,
+    log: &mut AgentLog,
     dump: &Option<Dump>,
     eof: bool,
 ) {
@@ -417,7 +452,7 @@ async fn drain_stderr<R: AsyncRead + Unpin>(
     }
     let deadline = Instant::now() + Duration::from_millis(500);
     while let Ok(Some(Ok(frame))) = tokio::time::timeout_at(deadline, reader.next()).await {
-        relay_stderr(frame.bytes(), tail, dump);
+        log.line(frame.bytes(), dump);
     }
 }
 
