@@ -3,73 +3,44 @@
 //! is a new engine over the same store).
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
-
 use acp_proxy::engine::{Action, Engine, EngineConfig};
-use acp_proxy::subagents::persist::{StoreOp, StoredChild};
+use acp_proxy::store::{Store, StoreConfig, StoreLocation, StoreOp, StoredChild};
 use bytes::Bytes;
 use serde_json::{json, Value};
 
 use super::zed_model::ZedModel;
 
-/// Children as the durable store would hold them.
-#[derive(Debug, Default, Clone)]
+/// The real store, in memory: what a "restart" (a new engine over the same store) finds.
+#[derive(Clone)]
 pub struct StoreModel {
-    pub children: BTreeMap<String, StoredChild>,
+    store: Store,
+}
+
+impl Default for StoreModel {
+    fn default() -> Self {
+        let cfg = StoreConfig {
+            location: Some(StoreLocation::Memory),
+            ..StoreConfig::default()
+        };
+        StoreModel {
+            store: Store::open(&cfg).expect("in-memory store"),
+        }
+    }
 }
 
 impl StoreModel {
-    pub fn apply(&mut self, op: &StoreOp) {
-        match op {
-            StoreOp::UpsertChild {
-                child_id,
-                parent_session_id,
-                spawn_tool_call_id,
-                agent,
-                cwd,
-                title,
-                state,
-            } => {
-                let c = self
-                    .children
-                    .entry(child_id.clone())
-                    .or_insert_with(|| StoredChild {
-                        child_id: child_id.clone(),
-                        parent_session_id: parent_session_id.clone(),
-                        spawn_tool_call_id: spawn_tool_call_id.clone(),
-                        agent: agent.clone(),
-                        cwd: cwd.clone(),
-                        title: None,
-                        state: state.clone(),
-                        updates: Vec::new(),
-                        entry_count: 0,
-                        turns: Vec::new(),
-                        updated_at: 0,
-                    });
-                c.title = title.clone();
-                c.state = state.clone();
-            }
-            StoreOp::AppendUpdate { child_id, update } => {
-                if let Some(c) = self.children.get_mut(child_id) {
-                    c.updates.push(update.clone());
-                }
-            }
-            StoreOp::SetState { child_id, state } => {
-                if let Some(c) = self.children.get_mut(child_id) {
-                    c.state = state.clone();
-                }
-            }
-            StoreOp::SetIndices {
-                child_id,
-                entry_count,
-                turns,
-            } => {
-                if let Some(c) = self.children.get_mut(child_id) {
-                    c.entry_count = *entry_count;
-                    c.turns = turns.clone();
-                }
-            }
-        }
+    pub fn apply(&self, op: StoreOp) {
+        self.store.submit(op);
+    }
+
+    pub fn children_of(&self, parent: &str) -> Vec<StoredChild> {
+        self.store.flush().expect("store flush");
+        self.store.children_of(parent).expect("store read")
+    }
+
+    pub fn child(&self, id: &str) -> Option<StoredChild> {
+        self.store.flush().expect("store flush");
+        self.store.child(id).expect("store read")
     }
 }
 
@@ -170,20 +141,14 @@ impl Harness {
                     self.to_agent.push(v);
                 }
                 Action::Note(n) => self.notes.push(n.message),
-                Action::Store(op) => self.store.apply(&op),
+                Action::Store(op) => self.store.apply(op),
                 Action::FetchChildren { .. } if self.store_blind => self.engine.restore(Vec::new()),
                 Action::FetchChildren { parent_session_id } => {
-                    let kids: Vec<StoredChild> = self
-                        .store
-                        .children
-                        .values()
-                        .filter(|c| c.parent_session_id == parent_session_id)
-                        .cloned()
-                        .collect();
+                    let kids = self.store.children_of(&parent_session_id);
                     self.engine.restore(kids);
                 }
                 Action::FetchChild { child_id, request } => {
-                    let found = self.store.children.get(&child_id).cloned();
+                    let found = self.store.child(&child_id);
                     let mut out = Vec::new();
                     self.engine
                         .child_fetched(found, request, self.now, &mut out);
