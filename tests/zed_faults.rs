@@ -206,6 +206,31 @@ fn reused_child_tool_id_stays_with_the_child_that_used_it_first() {
 }
 
 #[test]
+fn two_spawns_with_one_child_tool_id_each_keep_their_own_events() {
+    let mut h = start();
+    spawn(&mut h, "a");
+    spawn(&mut h, "b");
+    // Both children use tool id "x"; each tagged event goes where its tag says.
+    child_tool(&mut h, "a", "x");
+    h.update(
+        S,
+        json!({"sessionUpdate": "tool_call", "toolCallId": "x", "title": "Read x", "kind": "read",
+        "status": "failed", "_meta": {"claudeCode": {"toolName": "Read", "parentToolUseId": "b"}}}),
+    );
+    complete(&mut h, "a", "completed", "ra");
+    complete(&mut h, "b", "completed", "rb");
+    assert_eq!(
+        entries(&mut h, &child_session_id(S, "a")),
+        ["user:do a", "tool:x:completed", "agent:ra"]
+    );
+    assert_eq!(
+        entries(&mut h, &child_session_id(S, "b")),
+        ["user:do b", "tool:x:failed", "agent:rb"]
+    );
+    assert_zed_clean(&h);
+}
+
+#[test]
 fn child_events_after_the_parent_session_closed_still_reach_the_child_thread() {
     let mut h = start();
     spawn(&mut h, "sp");

@@ -77,8 +77,16 @@ impl Engine {
                 self.spawn_event(&cid, &kind, parse_update(params), out);
                 return;
             }
-            if let Some(cid) = self.reg.tool_owner(&sid, t).map(str::to_owned) {
-                self.child_event(&cid, &sid, parse_update(params), frame, now, out);
+            if let Some(owner) = self.reg.tool_owner(&sid, t).map(str::to_owned) {
+                let update = parse_update(params);
+                // An explicit parent id wins over attribution by id: two children may use the
+                // same tool call id.
+                let cid = update
+                    .as_ref()
+                    .and_then(|u| self.detector.parent_ref(u))
+                    .and_then(|r| self.reg.by_spawn(&sid, r))
+                    .map_or(owner, str::to_owned);
+                self.child_event(&cid, &sid, update, frame, now, out);
                 return;
             }
         }
