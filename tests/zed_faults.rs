@@ -344,3 +344,29 @@ fn client_cannot_prompt_load_or_cancel_children_it_was_never_given() {
         .iter()
         .any(|n| n.contains("unknown subagent session")));
 }
+
+/// Found by fuzzing the envelope parse: a response with invalid UTF-8 in a key the proxy does
+/// not read passed as a valid response and cleared the pending request, although the client
+/// (whose decoder rejects the line) never gets an answer. Such a line is not JSON: it is
+/// forwarded untouched, and the request still gets its error if the agent dies.
+#[test]
+fn a_response_that_is_not_valid_utf8_does_not_answer_the_request() {
+    let mut h = start();
+    let id = h.request("session/prompt", json!({"sessionId": S, "prompt": []}));
+    let mut bad =
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{}},\"x\":\"?\"}}\n").into_bytes();
+    let q = bad.iter().rposition(|b| *b == b'?').expect("placeholder");
+    bad[q] = 0xff;
+    let mut out = Vec::new();
+    h.engine
+        .from_agent(bytes::Bytes::from(bad.clone()), 0, &mut out);
+    assert_eq!(
+        out,
+        [acp_proxy::engine::Action::ToClient(bytes::Bytes::from(bad))],
+        "forwarded untouched"
+    );
+    assert_eq!(h.engine.pending_client_requests(), 1, "still pending");
+    let mut out = Vec::new();
+    h.engine.agent_gone("exit status 1", &mut out);
+    assert_eq!(out.len(), 1, "the request gets its error");
+}
