@@ -23,7 +23,7 @@ if cargo +nightly --version >/dev/null 2>&1 && cargo +nightly fuzz --help >/dev/
     echo "== fuzz $t for ${secs}s"
     log="$work.log"
     set +e
-    cargo +nightly fuzz run -O "$t" "$work" -- -max_total_time="$secs" -max_len=8192 "${dict[@]}" \
+    cargo +nightly fuzz run -O "$t" "$work" -- -max_total_time="$secs" -max_len=8192 ${dict[@]+"${dict[@]}"} \
       -print_final_stats=1 >"$log" 2>&1
     status=$?
     set -e
