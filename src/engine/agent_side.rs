@@ -116,7 +116,21 @@ impl Engine {
                 self.spawn_event(&cid, &kind, parse_update(), out);
                 return;
             }
-            if let Some(cid) = self.reg.tool_owner(&sid, t).map(str::to_owned) {
+            if let Some(owner) = self.reg.tool_owner(&sid, t).map(str::to_owned) {
+                // An explicit parent id wins over attribution by id: two children may use the
+                // same tool call id.
+                let named = if self.detector.may_name_parent(&frame) {
+                    self.detector
+                        .parent_ref_raw(raw)
+                        .or_else(|| {
+                            let update = parse_update()?;
+                            self.detector.parent_ref(&update).map(str::to_owned)
+                        })
+                        .and_then(|r| self.reg.by_spawn(&sid, &r).map(str::to_owned))
+                } else {
+                    None
+                };
+                let cid = named.unwrap_or(owner);
                 self.child_event_raw(&cid, &sid, raw, fields, frame, now, out);
                 return;
             }

@@ -76,7 +76,12 @@ pub fn parse(raw: &[u8]) -> Parsed<'_> {
     if trimmed[0] != b'{' {
         return Parsed::NotJsonRpc;
     }
-    match serde_json::from_slice::<Envelope<'_>>(body) {
+    // serde_json skips the values of keys it is not asked for without checking their UTF-8:
+    // check the whole line, or a frame with invalid bytes in such a key passes as a message.
+    let Ok(text) = std::str::from_utf8(body) else {
+        return Parsed::NotJsonRpc;
+    };
+    match serde_json::from_str::<Envelope<'_>>(text) {
         Ok(env) => Parsed::Message(env),
         Err(_) => Parsed::NotJsonRpc,
     }
@@ -127,6 +132,11 @@ mod tests {
         assert!(matches!(parse(b"[1,2]\n"), Parsed::NotJsonRpc));
         assert!(matches!(parse(b"{broken\n"), Parsed::NotJsonRpc));
         assert!(matches!(parse(b"\xff\xfe\n"), Parsed::NotJsonRpc));
+        // Invalid UTF-8 in a key the envelope does not read.
+        assert!(matches!(
+            parse(b"{\"id\":5,\"result\":{},\"x\":\"\xff\"}\n"),
+            Parsed::NotJsonRpc
+        ));
         assert!(matches!(parse(b"  \r\n"), Parsed::Blank));
     }
 }

@@ -71,11 +71,23 @@ pub struct Proxy {
 impl Proxy {
     /// Start `acp-proxy [proxy_args] -- agent...` in `cwd` (so no stray ./proxy.toml is read).
     pub fn start(cwd: &Path, proxy_args: &[&str], agent: &[String]) -> Proxy {
+        Proxy::start_with_env(cwd, proxy_args, agent, &[])
+    }
+
+    /// As [`Proxy::start`], with extra environment variables for the proxy (and its agent).
+    pub fn start_with_env(
+        cwd: &Path,
+        proxy_args: &[&str],
+        agent: &[String],
+        envs: &[(&str, &Path)],
+    ) -> Proxy {
         let mut cmd = Command::new(BIN);
-        // The child-transcript store defaults under $XDG_STATE_HOME: keep it in the test dir.
+        // The child-transcript store defaults under $XDG_STATE_HOME: keep it in the test dir
+        // (a test may point it elsewhere through `envs`).
         cmd.current_dir(cwd)
             .env("XDG_STATE_HOME", cwd.join("state"))
             .args(proxy_args);
+        cmd.envs(envs.iter().map(|(k, v)| (*k, *v)));
         if !agent.is_empty() {
             cmd.arg("--").args(agent);
         }

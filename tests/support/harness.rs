@@ -14,6 +14,8 @@ use super::zed_model::ZedModel;
 #[derive(Clone)]
 pub struct StoreModel {
     store: Store,
+    /// Every child id written so far, to list them all.
+    ids: std::sync::Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
 }
 
 impl Default for StoreModel {
@@ -24,13 +26,33 @@ impl Default for StoreModel {
         };
         StoreModel {
             store: Store::open(&cfg).expect("in-memory store"),
+            ids: Default::default(),
         }
     }
 }
 
 impl StoreModel {
     pub fn apply(&self, op: StoreOp) {
+        let id = match &op {
+            StoreOp::UpsertChild { child_id, .. }
+            | StoreOp::AppendUpdate { child_id, .. }
+            | StoreOp::SetState { child_id, .. }
+            | StoreOp::SetIndices { child_id, .. } => child_id.clone(),
+        };
+        if let Ok(mut ids) = self.ids.lock() {
+            ids.insert(id);
+        }
         self.store.submit(op);
+    }
+
+    /// Every stored child.
+    pub fn children(&self) -> Vec<StoredChild> {
+        let ids: Vec<String> = self
+            .ids
+            .lock()
+            .map(|i| i.iter().cloned().collect())
+            .unwrap_or_default();
+        ids.iter().filter_map(|id| self.child(id)).collect()
     }
 
     pub fn children_of(&self, parent: &str) -> Vec<StoredChild> {
