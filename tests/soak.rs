@@ -11,11 +11,10 @@
 //! opens one child thread (proxy-served `session/load`), closes it, and lists sessions; then
 //! the prompt's response. Every 200 turns a new parent session.
 //!
-//! `SOAK_SUBAGENTS=unbounded` spawns subagents in every turn for the whole run. The default,
-//! `bounded`, spawns them only during the warm-up (at most `SOAK_MAX_SUBAGENTS`, default 300),
-//! then goes on with every other kind of traffic, child loads included: the engine keeps every
-//! child's thread in memory for the life of the connection, so new subagents grow memory by
-//! design (see docs/reliability.md).
+//! By default (`SOAK_SUBAGENTS=unbounded`) every turn spawns subagents for the whole run:
+//! finished children leave memory beyond `[limits] max_finished_in_memory`, so memory must stay
+//! flat however many there were. `SOAK_SUBAGENTS=bounded` spawns them only during the warm-up
+//! (at most `SOAK_MAX_SUBAGENTS`, default 300), then goes on with every other kind of traffic.
 //!
 //! Settings (environment): `SOAK_SECS` (default 600), `SOAK_SAMPLE_SECS` (default: a twentieth
 //! of the run, 1..=10), `SOAK_TURN_MS` pause between turns (default 5), `SOAK_RSS_TOLERANCE_PCT`
@@ -260,7 +259,7 @@ fn soak() {
     let secs = env_u64("SOAK_SECS", 600);
     let sample_every = env_u64("SOAK_SAMPLE_SECS", (secs / 20).clamp(1, 10));
     let turn_pause = Duration::from_millis(env_u64("SOAK_TURN_MS", 5));
-    let unbounded = std::env::var("SOAK_SUBAGENTS").as_deref() == Ok("unbounded");
+    let unbounded = std::env::var("SOAK_SUBAGENTS").as_deref() != Ok("bounded");
     let max_subagents = env_u64("SOAK_MAX_SUBAGENTS", 300);
     let warmup = Duration::from_secs((secs / 5).max(5));
     let tolerance_pct = env_u64("SOAK_RSS_TOLERANCE_PCT", 10);
@@ -303,17 +302,29 @@ fn soak() {
             }
         }
     });
-    let out = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&from_agent)
-        .expect("open the agent-out FIFO");
+    // The proxy starts its agent on the client's first message, so the agent-out FIFO gets
+    // its reader only then: open it (which waits for the reader) beside the initialize.
+    let opener = std::thread::spawn(move || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&from_agent)
+            .expect("open the agent-out FIFO")
+    });
+    let mut proxy = proxy;
+    let init_id = 1;
+    proxy.send_json(
+        &json!({"jsonrpc": "2.0", "id": init_id, "method": "initialize",
+        "params": {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true}},
+            "clientInfo": {"name": "zed", "version": "1.18"}}}),
+    );
+    let out = opener.join().expect("FIFO opener");
     let mut sess = Session {
         proxy,
         agent: AgentEnd {
             from_proxy,
             out: std::io::BufWriter::with_capacity(1 << 16, out),
         },
-        next_id: 0,
+        next_id: init_id,
         session: String::new(),
         sessions_made: 0,
         children: Vec::new(),
@@ -321,11 +332,7 @@ fn soak() {
         lines_to_client: 0,
     };
 
-    let id = sess.request(
-        "initialize",
-        json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true}},
-            "clientInfo": {"name": "zed", "version": "1.18"}}),
-    );
+    let id = init_id;
     let init = sess.agent.recv();
     assert_eq!(init["method"], "initialize");
     sess.agent.send(

@@ -316,9 +316,25 @@ impl Registry {
     /// Forget a child and every lookup that leads to it (it stays in the durable store).
     pub fn remove(&mut self, id: &str) -> Option<Child> {
         let child = self.children.remove(id)?;
-        self.by_spawn.retain(|_, v| v != id);
+        let mut gone: Vec<String> = Vec::new();
+        self.by_spawn.retain(|(_, tool), v| {
+            let keep = v != id;
+            if !keep {
+                gone.push(tool.clone());
+            }
+            keep
+        });
+        self.tool_owner.retain(|(_, tool), v| {
+            let keep = v != id;
+            if !keep {
+                gone.push(tool.clone());
+            }
+            keep
+        });
         self.by_agent_child.retain(|_, v| v != id);
-        self.tool_owner.retain(|_, v| v != id);
+        for tool in gone {
+            self.tool_ids.remove(&tool);
+        }
         Some(child)
     }
 
