@@ -92,11 +92,16 @@ impl Dump {
             source,
         })?;
         let mut out = std::io::BufWriter::new(file);
+        let shown_command = if redact {
+            crate::redact::redact_command(agent_command)
+        } else {
+            agent_command.to_vec()
+        };
         let header = Header {
             format: "acp-proxy-dump",
             version: FORMAT_VERSION,
             proxy_version: env!("CARGO_PKG_VERSION"),
-            agent_command,
+            agent_command: &shown_command,
             started_at: rfc3339_now(),
             redacted: redact,
         };

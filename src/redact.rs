@@ -62,6 +62,30 @@ fn redact_all_strings(v: &mut Value, keep_keys: &[&str], changed: &mut bool) {
     }
 }
 
+/// A command line with credential-looking arguments hidden: the value after a flag whose name
+/// looks like a credential (`--api-key X`, `--token=X`), and `NAME=VALUE` pairs whose name
+/// does (`GITHUB_TOKEN=...`).
+pub fn redact_command(argv: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(argv.len());
+    let mut hide_next = false;
+    for arg in argv {
+        if std::mem::take(&mut hide_next) {
+            out.push(REDACTED.to_owned());
+            continue;
+        }
+        if let Some((name, _)) = arg.split_once('=') {
+            if is_secret_key(name.trim_start_matches('-')) {
+                out.push(format!("{name}={REDACTED}"));
+                continue;
+            }
+        } else if arg.starts_with('-') && is_secret_key(arg.trim_start_matches('-')) {
+            hide_next = true;
+        }
+        out.push(arg.clone());
+    }
+    out
+}
+
 /// Whether a key names a credential. Lowercased, `-`/`_` ignored.
 pub fn is_secret_key(key: &str) -> bool {
     let k: String = key
@@ -87,6 +111,31 @@ pub fn is_secret_key(key: &str) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn redacts_credentials_in_a_command_line() {
+        let argv: Vec<String> = [
+            "npx",
+            "agent",
+            "--api-key",
+            "sk-1",
+            "--token=t2",
+            "GITHUB_TOKEN=g3",
+            "--model",
+            "m",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let shown = redact_command(&argv).join(" ");
+        for secret in ["sk-1", "t2", "g3"] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
+        assert!(
+            shown.contains("--model m") && shown.contains("--api-key"),
+            "{shown}"
+        );
+    }
 
     #[test]
     fn redacts_env_headers_auth_and_tokens() {

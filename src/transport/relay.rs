@@ -137,7 +137,8 @@ where
         stderr,
         pgid,
     } = agent;
-    tracing::info!(pid = pgid, command = ?opts.agent_command, "agent started");
+    let shown = crate::redact::redact_command(&opts.agent_command);
+    tracing::info!(pid = pgid, command = ?shown, "agent started");
 
     let mut agent_in =
         FramedRead::with_capacity(stdout, LineCodec::new(opts.max_frame_bytes), READ_BUF);
