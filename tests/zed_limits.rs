@@ -164,3 +164,48 @@ fn finished_children_leave_memory_and_load_from_the_store() {
     assert_eq!(texts.len(), 2, "{texts:?}");
     assert!(texts[1].contains("sp0 says 0"));
 }
+
+#[test]
+fn thousands_of_finished_subagents_leave_the_engine_bounded() {
+    let mut h = harness(Limits {
+        max_finished_in_memory: 8,
+        ..Limits::default()
+    });
+    let mut peak: std::collections::BTreeMap<&'static str, usize> = Default::default();
+    for n in 0..3_000 {
+        // New parent sessions now and then, as a long editor session does.
+        let session = format!("s{}", n / 500);
+        let sp = format!("sp{n}");
+        let kid = format!("kid{n}");
+        let on = |u: Value| json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session, "update": u}});
+        h.agent(on(
+            json!({"sessionUpdate": "tool_call", "toolCallId": sp, "title": "Task", "kind": "think",
+            "rawInput": {"prompt": "p"}, "_meta": {"claudeCode": {"toolName": "Agent"}}}),
+        ));
+        h.agent(on(
+            json!({"sessionUpdate": "tool_call", "toolCallId": format!("t{n}"), "title": "Read",
+            "_meta": {"claudeCode": {"toolName": "Read", "parentToolUseId": sp}}}),
+        ));
+        h.agent(on(
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": sp, "status": "completed",
+            "_meta": {"claudeCode": {"toolName": "Agent"}}}),
+        ));
+        h.agent(on(json!({"sessionUpdate": "subagent_update", "sessionId": kid, "title": "Kid", "state": {"state": "running"}})));
+        h.agent(on(json!({"sessionUpdate": "session_message", "messageId": format!("m{n}"), "senderSessionId": session,
+            "recipientSessionId": kid, "content": [{"type": "text", "text": "go"}]})));
+        h.agent(json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": kid,
+            "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "done"}}}}));
+        h.agent(on(json!({"sessionUpdate": "subagent_update", "sessionId": kid, "state": {"state": "idle", "stopReason": "end_turn"}})));
+        if n >= 500 {
+            for (name, size) in h.engine.footprint() {
+                let p = peak.entry(name).or_default();
+                *p = (*p).max(size);
+            }
+        }
+        h.to_client.clear();
+    }
+    for (name, size) in &peak {
+        // Bounded by the limits, not by the 6 000 subagents seen.
+        assert!(*size <= 64, "{name} reached {size} entries: {peak:?}");
+    }
+}

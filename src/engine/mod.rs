@@ -459,6 +459,23 @@ impl Engine {
         self.reg.len()
     }
 
+    /// Sizes of every collection the engine keeps, to check that long sessions stay bounded.
+    pub fn footprint(&self) -> Vec<(&'static str, usize)> {
+        let mut sizes = self.reg.footprint();
+        sizes.extend([
+            ("pending_client_requests", self.client_requests.len()),
+            ("replaying", self.replaying.len()),
+            ("held", self.held.len()),
+            ("store_tried", self.store_tried.len()),
+            ("reported", self.reported.len()),
+            ("passthrough_spawns", self.passthrough_spawns.len()),
+            ("finished", self.finished.len()),
+            ("replay_cards", self.replay_cards.len()),
+            ("parent_tools", self.parent_tools.set.len()),
+        ]);
+        sizes
+    }
+
     /// Number of client requests still waiting for the agent.
     pub fn pending_client_requests(&self) -> usize {
         self.client_requests.len()

@@ -338,6 +338,17 @@ impl Registry {
         Some(child)
     }
 
+    /// Sizes of the registry's maps.
+    pub fn footprint(&self) -> Vec<(&'static str, usize)> {
+        vec![
+            ("children", self.children.len()),
+            ("by_spawn", self.by_spawn.len()),
+            ("by_agent_child", self.by_agent_child.len()),
+            ("tool_owner", self.tool_owner.len()),
+            ("tool_ids", self.tool_ids.len()),
+        ]
+    }
+
     /// Whether a legacy child anywhere may still produce events.
     pub fn has_open_legacy_children(&self) -> bool {
         self.children
