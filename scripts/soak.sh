@@ -6,9 +6,8 @@
 #   scripts/soak.sh [SECONDS]      default 600; `scripts/soak.sh 60` for CI
 #
 # Environment: SOAK_PROFILE=debug runs the debug build instead (no release build needed, e.g.
-# in CI right after `cargo test`); SOAK_SUBAGENTS=bounded to spawn subagents only during the warm-up (by default
-# every turn spawns them: finished children leave memory beyond [limits]
-# max_finished_in_memory), and the SOAK_* settings at the top
+# in CI right after `cargo test`); SOAK_SUBAGENTS=unbounded to spawn subagents in every turn for the whole run
+# (by default only during the warm-up; see docs/reliability.md), and the SOAK_* settings at the top
 # of tests/soak.rs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
