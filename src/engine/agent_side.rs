@@ -8,7 +8,10 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use super::{card_for, frames, Action, Engine, LiveChildEvents, Millis, Mode, NoteLevel};
+use super::{
+    card_for, frames, synthesized_card_for, Action, Engine, LiveChildEvents, Millis, Mode,
+    NoteLevel,
+};
 use crate::subagents::ids;
 use crate::subagents::model::{Child, ChildState};
 use crate::subagents::persist::StoreOp;
@@ -545,10 +548,7 @@ impl Engine {
                 if replaying && self.replay_cards.insert(cid.clone()) {
                     // The parent is being reopened: its thread needs the card again.
                     if let Some(child) = self.reg.get(&cid) {
-                        let card = match self.mode {
-                            Some(Mode::Transcript) => transcript::synthesized_card(child),
-                            _ => zed::synthesized_card(child),
-                        };
+                        let card = synthesized_card_for(self.mode, child);
                         let parent = child.parent.clone();
                         self.emit(&parent, card, out);
                     }
@@ -595,10 +595,7 @@ impl Engine {
                 if child.title.is_empty() {
                     child.title = "Subagent".into();
                 }
-                let card = match self.mode {
-                    Some(Mode::Transcript) => transcript::synthesized_card(&child),
-                    _ => zed::synthesized_card(&child),
-                };
+                let card = synthesized_card_for(self.mode, &child);
                 if self.replaying.contains(&child.top) {
                     self.replay_cards.insert(cid.clone());
                 }

@@ -151,6 +151,15 @@ pub enum Mode {
     Transcript,
 }
 
+/// The spawn card the proxy creates for a child announced without a tool call, in the
+/// flavour of `mode`.
+fn synthesized_card_for(mode: Option<Mode>, child: &Child) -> Value {
+    match mode {
+        Some(Mode::Transcript) => transcript::synthesized_card(child),
+        _ => zed::synthesized_card(child),
+    }
+}
+
 /// A spawn card update in the flavour of `mode`.
 fn card_for(mode: Option<Mode>, child: &Child, status: Option<&str>, title: Option<&str>) -> Value {
     match mode {
@@ -707,10 +716,7 @@ impl Engine {
         missing.sort_by(|a, b| a.spawn_id.cmp(&b.spawn_id));
         let cards: Vec<Value> = missing
             .into_iter()
-            .map(|c| match self.mode {
-                Some(Mode::Transcript) => transcript::synthesized_card(c),
-                _ => zed::synthesized_card(c),
-            })
+            .map(|c| synthesized_card_for(self.mode, c))
             .collect();
         for card in cards {
             out.push(Action::ToClient(zed::notification(session, &card)));
