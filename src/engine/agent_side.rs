@@ -920,17 +920,8 @@ impl Engine {
     }
 
     /// A request from the agent to the client (`session/request_permission`, `fs/*`,
-    /// `terminal/*`, ...).
-    pub(super) fn agent_request(
-        &mut self,
-        _method: &str,
-        frame: Bytes,
-        now: Millis,
-        out: &mut Vec<Action>,
-    ) {
-        self.route_agent_request(frame, now, true, out);
-    }
-
+    /// `terminal/*`, ...): sent under a session the client knows, or held (`may_hold`) while
+    /// it may still turn out to be a child's.
     pub(super) fn route_agent_request(
         &mut self,
         frame: Bytes,

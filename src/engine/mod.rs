@@ -403,8 +403,7 @@ impl Engine {
                 }
             }
             Kind::Request if self.models_subagents() => {
-                let method = env.method().unwrap_or("").to_owned();
-                self.agent_request(&method, frame, now, out);
+                self.route_agent_request(frame, now, true, out);
             }
             _ => out.push(Action::ToClient(frame)),
         }

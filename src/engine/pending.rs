@@ -59,6 +59,3 @@ impl PendingRequests {
         all
     }
 }
-
-/// Kept for the shell's "agent could not start" path.
-pub use super::frames::error as error_response;

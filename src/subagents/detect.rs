@@ -160,7 +160,7 @@ impl Detector {
 }
 
 /// The string after `"key"`: `: "value"`, for a value without escapes.
-fn string_after_key(rest: &str) -> Option<&str> {
+pub(crate) fn string_after_key(rest: &str) -> Option<&str> {
     let rest = rest
         .trim_start()
         .strip_prefix(':')?

@@ -162,16 +162,9 @@ impl Child {
         })
     }
 
-    /// Record one update (already in its final, client-facing form).
-    pub fn record(&mut self, update: &Value) -> String {
-        let kind = update
-            .get("sessionUpdate")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let tool = update.get("toolCallId").and_then(Value::as_str);
-        let text = update.to_string();
-        self.record_kind(kind, tool, text.clone());
-        text
+    /// A legacy child (no session of its own) that may still produce events.
+    pub fn is_open_legacy(&self) -> bool {
+        self.agent_child.is_none() && (!self.state.is_final() || self.background)
     }
 
     /// Record one update by its kind and tool call id (what the entry rules read) and its
@@ -294,9 +287,9 @@ impl Registry {
     /// Whether any child carried on `session` may still produce events without naming its
     /// parent (a legacy child that has not finished).
     pub fn has_open_legacy_child(&self, session: &str) -> bool {
-        self.children.values().any(|c| {
-            c.top == session && c.agent_child.is_none() && (!c.state.is_final() || c.background)
-        })
+        self.children
+            .values()
+            .any(|c| c.top == session && c.is_open_legacy())
     }
 
     /// Nesting depth of a session: 0 for a top-level session, 1 for its children, ...
@@ -351,9 +344,7 @@ impl Registry {
 
     /// Whether a legacy child anywhere may still produce events.
     pub fn has_open_legacy_children(&self) -> bool {
-        self.children
-            .values()
-            .any(|c| c.agent_child.is_none() && (!c.state.is_final() || c.background))
+        self.children.values().any(Child::is_open_legacy)
     }
 
     /// Whether a raw frame may name a tool call id the registry knows: every
@@ -368,20 +359,16 @@ impl Registry {
         let mut rest = raw;
         while let Some(pos) = finder.find(rest) {
             rest = &rest[pos + key_len..];
+            // A value is short: look at a bounded window, not the rest of the frame.
             let text = String::from_utf8_lossy(&rest[..rest.len().min(512)]);
-            let value = text
-                .trim_start()
-                .strip_prefix(':')
-                .map(str::trim_start)
-                .and_then(|t| t.strip_prefix('"'))
-                .and_then(|t| t.find('"').map(|end| t[..end].to_owned()));
-            match value {
-                Some(v) if !v.contains('\\') => {
-                    if self.tool_ids.contains(&v) {
+            match super::detect::string_after_key(&text) {
+                Some(v) => {
+                    if self.tool_ids.contains(v) {
                         return true;
                     }
                 }
-                _ => return true,
+                // Escaped or cut off: let the caller parse.
+                None => return true,
             }
         }
         false
