@@ -357,17 +357,16 @@ impl Engine {
 
     /// A frame (one line, terminator included) arrived from the agent.
     pub fn from_agent(&mut self, frame: Bytes, now: Millis, out: &mut Vec<Action>) {
-        if self.passes_untouched(&frame) {
+        // Searched once: both the no-parse path and the one-pass session/update path need it.
+        let has_id = scan::has(&scan::ID_KEY, &frame);
+        if !has_id && self.passes_untouched(&frame) {
             out.push(Action::ToClient(frame));
             return;
         }
         // The envelope borrows from a second handle on the same bytes, so that `frame`
         // itself can still be moved on untouched.
         let body = frame.clone();
-        if self.models_subagents()
-            && !scan::has(&scan::ID_KEY, &body)
-            && scan::has(&scan::SESSION_UPDATE, &body)
-        {
+        if self.models_subagents() && !has_id && scan::has(&scan::SESSION_UPDATE, &body) {
             // A notification that is most likely a session/update: take it apart in one pass.
             let parsed = serde_json::from_slice::<agent_side::UpdateFrame<'_>>(
                 crate::transport::framing::line_body(&body),
@@ -414,11 +413,9 @@ impl Engine {
     /// call, no subagent kind, no parent reference (and no standard child is known, whose
     /// traffic is told apart by session id) cannot concern a subagent. The byte tests can
     /// only err towards the slow path: inside JSON strings quotes are escaped, so these keys
-    /// cannot hide, while look-alikes in text merely cost a parse.
+    /// cannot hide, while look-alikes in text merely cost a parse. The caller has already
+    /// checked that the frame has no `"id"` key.
     fn passes_untouched(&self, frame: &[u8]) -> bool {
-        if scan::has(&scan::ID_KEY, frame) {
-            return false;
-        }
         match self.mode {
             None | Some(Mode::Off) | Some(Mode::Acp) => true,
             Some(Mode::Zed | Mode::Transcript) => {
