@@ -16,7 +16,9 @@ use tokio_util::codec::Decoder;
 /// Line framing: the input is cut into chunks (sizes taken from the input itself) and fed to
 /// the decoder with a small frame limit. Whatever the chunking, the frames concatenate to the
 /// input (plus one `\n` if it ended without one), every line ends with `\n`, and pieces of an
-/// oversized line come as first … last.
+/// oversized line come as first … last. The input's first byte also picks the decoder: one
+/// line per frame, or every complete line of a read at once (what the relay reads the agent
+/// with).
 pub fn framing(data: &[u8]) {
     let Some((&head, rest)) = data.split_first() else {
         return;
@@ -24,7 +26,11 @@ pub fn framing(data: &[u8]) {
     // Limit 1..=64 bytes, so oversized lines are common.
     let max = usize::from(head % 64) + 1;
     let (sizes, input) = rest.split_at(rest.len().min(8));
-    let mut codec = LineCodec::new(max);
+    let mut codec = if head & 0x80 != 0 {
+        LineCodec::batched(max)
+    } else {
+        LineCodec::new(max)
+    };
     let mut buf = BytesMut::new();
     let mut frames = Vec::new();
     let mut pos = 0;
@@ -61,6 +67,13 @@ pub fn check_frames(frames: &[Frame], input: &[u8], max: usize) {
                     memchr_count(b),
                     1,
                     "a line holds exactly one newline, at its end"
+                );
+            }
+            Frame::Lines(b) => {
+                assert!(!in_piece, "lines inside an oversized line");
+                assert!(
+                    b.ends_with(b"\n"),
+                    "a chunk of lines ends with a terminator"
                 );
             }
             Frame::Piece { bytes, first, last } => {

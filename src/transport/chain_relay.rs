@@ -17,7 +17,7 @@ use crate::dump::{Direction, Dump};
 use crate::engine::{Action, Engine};
 use crate::store::Store;
 use crate::transport::actions::{execute, Dest};
-use crate::transport::framing::{Frame, LineCodec};
+use crate::transport::framing::{lines, Frame, LineCodec};
 use crate::transport::outbox::Outbox;
 use crate::transport::relay::sleep_until;
 
@@ -56,15 +56,20 @@ where
     let mut sigterm = signal(SignalKind::terminate())?;
     let clock = Instant::now();
     let mut actions: Vec<Action> = Vec::new();
-    let mut pending = Some(first);
+    // Lines read but not routed yet (the first frame; lines of a multi-line chunk).
+    let mut pending = std::collections::VecDeque::from([first]);
     let code = loop {
-        let frame = match pending.take() {
-            Some(first) => Some(first),
+        let frame = match pending.pop_front() {
+            Some(line) => Some(line),
             None => {
                 let room = to_conductor.has_room();
                 tokio::select! {
                     next = client_in.next(), if room => match next {
                         Some(Ok(Frame::Line(bytes))) => Some(bytes),
+                        Some(Ok(Frame::Lines(chunk))) => {
+                            pending.extend(lines(&chunk).map(|(a, b)| chunk.slice(a..b)));
+                            pending.pop_front()
+                        }
                         Some(Ok(Frame::Piece { first, .. })) => {
                             if first {
                                 // A wrapped frame must be read whole to be routed.

@@ -51,6 +51,7 @@ impl Agent {
         };
         let stdin = child.stdin.take().ok_or_else(|| missing("stdin"))?;
         let stdout = child.stdout.take().ok_or_else(|| missing("stdout"))?;
+        crate::transport::pipe::enlarge(std::os::fd::AsFd::as_fd(&stdout));
         let stderr = child.stderr.take().ok_or_else(|| missing("stderr"))?;
         let pgid = child.id().map(|p| p as i32).unwrap_or(0);
         Ok(Agent {

@@ -6,7 +6,9 @@
 //!
 //! Lines longer than the configured maximum are not buffered whole: once a line passes the limit
 //! the decoder hands it out as [`Frame::Piece`]s that the relay forwards verbatim, so a huge line
-//! reaches the other side intact while the proxy's memory stays bounded.
+//! reaches the other side intact while the proxy's memory stays bounded. A line over the limit
+//! that arrived whole in one read is handed out as a single piece (first and last): it is not
+//! inspected either.
 
 use bytes::{Bytes, BytesMut};
 use tokio_util::codec::Decoder;
@@ -16,6 +18,10 @@ use tokio_util::codec::Decoder;
 pub enum Frame {
     /// A complete line, terminator included (a final line without one at EOF gets `\n` added).
     Line(Bytes),
+    /// One or more complete lines, each with its terminator, from a [`LineCodec::batched`]
+    /// decoder: every line that was complete in the buffer, handed out at once so the relay
+    /// can forward untouched runs with one write. Split it with [`lines`].
+    Lines(Bytes),
     /// A part of a line longer than the maximum frame size. `first` marks the piece that starts
     /// the line, `last` the one that ends it (it then includes the terminator).
     Piece {
@@ -29,7 +35,7 @@ impl Frame {
     /// The bytes to write to the other side.
     pub fn bytes(&self) -> &Bytes {
         match self {
-            Frame::Line(b) | Frame::Piece { bytes: b, .. } => b,
+            Frame::Line(b) | Frame::Lines(b) | Frame::Piece { bytes: b, .. } => b,
         }
     }
 }
@@ -40,10 +46,26 @@ pub fn line_body(raw: &[u8]) -> &[u8] {
     raw.strip_suffix(b"\r").unwrap_or(raw)
 }
 
+/// The lines of a [`Frame::Lines`] chunk (or any bytes), each with its terminator, as
+/// `(start, end)` offsets; a last line without terminator is included as it is.
+pub fn lines(chunk: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let mut pos = 0;
+    std::iter::from_fn(move || {
+        if pos >= chunk.len() {
+            return None;
+        }
+        let start = pos;
+        pos = memchr(&chunk[start..]).map_or(chunk.len(), |i| start + i + 1);
+        Some((start, pos))
+    })
+}
+
 /// Decoder for `\n`-delimited frames with a size limit that degrades to streaming pieces.
 #[derive(Debug)]
 pub struct LineCodec {
     max_frame: usize,
+    /// Hand out every complete line in the buffer as one [`Frame::Lines`].
+    batched: bool,
     /// Bytes of the buffer already searched for `\n`, so each byte is scanned once.
     scanned: usize,
     /// Inside an oversized line: everything up to its `\n` goes out as pieces.
@@ -54,8 +76,18 @@ impl LineCodec {
     pub fn new(max_frame: usize) -> Self {
         LineCodec {
             max_frame: max_frame.max(1),
+            batched: false,
             scanned: 0,
             in_oversize: false,
+        }
+    }
+
+    /// A decoder that hands out all complete lines of a read at once ([`Frame::Lines`]);
+    /// oversized lines still come as [`Frame::Piece`]s.
+    pub fn batched(max_frame: usize) -> Self {
+        LineCodec {
+            batched: true,
+            ..LineCodec::new(max_frame)
         }
     }
 }
@@ -65,15 +97,24 @@ impl Decoder for LineCodec {
     type Error = std::io::Error;
 
     fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, Self::Error> {
-        if let Some(pos) = memchr(&buf[self.scanned..]) {
+        if self.batched && !self.in_oversize {
+            // Only the end of the last complete line matters: searched from the back.
+            if let Some(pos) = memchr::memrchr(b'\n', &buf[self.scanned..]) {
+                let end = self.scanned + pos + 1;
+                self.scanned = 0;
+                return Ok(Some(Frame::Lines(buf.split_to(end).freeze())));
+            }
+        } else if let Some(pos) = memchr(&buf[self.scanned..]) {
             let end = self.scanned + pos + 1;
             self.scanned = 0;
             let bytes = buf.split_to(end).freeze();
-            if self.in_oversize {
-                self.in_oversize = false;
+            if self.in_oversize || end > self.max_frame {
+                // The end of an oversized line, or one that arrived whole: either way it is
+                // passed on without being inspected.
+                let first = !std::mem::take(&mut self.in_oversize);
                 return Ok(Some(Frame::Piece {
                     bytes,
-                    first: false,
+                    first,
                     last: true,
                 }));
             }
@@ -200,6 +241,53 @@ mod tests {
                 assert!(bytes.len() <= 17, "pieces stay bounded");
             }
         }
+    }
+
+    /// Frames flattened to single lines, a line over `max` counted as oversized (as the relay
+    /// does); pieces kept as they are.
+    fn flatten(frames: &[Frame], max: usize) -> Vec<Frame> {
+        let mut out = Vec::new();
+        for f in frames {
+            match f {
+                Frame::Lines(chunk) => {
+                    for (a, b) in lines(chunk) {
+                        let bytes = chunk.slice(a..b);
+                        out.push(if b - a > max {
+                            Frame::Piece {
+                                bytes,
+                                first: true,
+                                last: true,
+                            }
+                        } else {
+                            Frame::Line(bytes)
+                        });
+                    }
+                }
+                other => out.push(other.clone()),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn batched_decoder_hands_out_the_same_lines_in_chunks() {
+        let input: &[u8] =
+            b"{\"a\":1}\n\r\n{\"b\":2}\r\n\nxxxxxxxxxxxxxxxxxxxxxxxxx\nlong line ahead\nlast";
+        for chunk in [1, 3, 7, 16, 1000] {
+            let single = decode_all(&mut LineCodec::new(12), input, chunk);
+            let batched = decode_all(&mut LineCodec::batched(12), input, chunk);
+            assert_eq!(flatten(&batched, 12), single, "read size {chunk}");
+            if chunk == 1000 {
+                assert!(matches!(batched.first(), Some(Frame::Lines(b)) if b.len() > 20));
+            }
+        }
+    }
+
+    #[test]
+    fn lines_splits_at_terminators() {
+        let got: Vec<(usize, usize)> = lines(b"ab\n\ncd").collect();
+        assert_eq!(got, vec![(0, 3), (3, 4), (4, 6)]);
+        assert_eq!(lines(b"").count(), 0);
     }
 
     #[test]

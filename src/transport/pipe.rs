@@ -25,11 +25,39 @@ pub fn stdin() -> Box<dyn AsyncRead + Unpin + Send> {
     }
 }
 
-/// The client's stdout: non-blocking when it is a pipe or socket.
+/// The client's stdout: non-blocking when it is a pipe or socket (a pipe is also enlarged,
+/// see [`enlarge`]).
 pub fn stdout() -> Box<dyn AsyncWrite + Unpin + Send> {
+    enlarge(io::stdout().as_fd());
     match Pipe::new(io::stdout().as_fd()) {
         Some(p) => Box::new(p),
         None => Box::new(tokio::io::stdout()),
+    }
+}
+
+/// Capacity asked for the pipes that carry the agent's output (Linux's default is 64 KiB).
+const PIPE_CAPACITY: libc::c_int = 1024 * 1024;
+
+/// Ask the kernel for a larger buffer on a pipe that carries bulk traffic. With the default
+/// 64 KiB, a fast writer fills the pipe many times per megabyte and every fill means a wake-up
+/// of the reader and the writer; a larger pipe lets each side move more per system call.
+/// Best effort: not a pipe, or a refusal (over `/proc/sys/fs/pipe-max-size` or the user's
+/// pipe budget), leaves the pipe as it was.
+pub fn enlarge(fd: std::os::fd::BorrowedFd<'_>) {
+    // SAFETY: fstat writes into the zeroed struct we pass; the descriptor is borrowed valid.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0
+        || st.st_mode & libc::S_IFMT != libc::S_IFIFO
+    {
+        return;
+    }
+    // SAFETY: fcntl on a borrowed, open descriptor; F_SETPIPE_SZ takes an int.
+    let got = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_CAPACITY) };
+    if got < 0 {
+        tracing::debug!(
+            "pipe buffer left at its size: {}",
+            io::Error::last_os_error()
+        );
     }
 }
 

@@ -22,7 +22,7 @@ use crate::store::Store;
 use crate::transport::actions::{execute, Dest};
 use crate::transport::chain_relay::{self, ChainParts};
 use crate::transport::child::{self, Agent, SpawnError};
-use crate::transport::framing::{line_body, Frame, LineCodec};
+use crate::transport::framing::{line_body, lines, Frame, LineCodec};
 use crate::transport::outbox::Outbox;
 use crate::transport::pipe;
 
@@ -30,7 +30,7 @@ use crate::transport::pipe;
 const HIGH_WATER: usize = 4 * 1024 * 1024;
 /// First read buffer for the agent's stdout (later ones are sized by `bytes`): fewer reads
 /// under load.
-const READ_BUF: usize = 256 * 1024;
+const READ_BUF: usize = 1024 * 1024;
 /// Lines of agent stderr quoted in errors.
 const STDERR_TAIL: usize = 10;
 /// How long the proxy waits for the client's first request when the agent could not start.
@@ -141,7 +141,7 @@ where
     tracing::info!(pid = pgid, command = ?shown, "agent started");
 
     let mut agent_in =
-        FramedRead::with_capacity(stdout, LineCodec::new(opts.max_frame_bytes), READ_BUF);
+        FramedRead::with_capacity(stdout, LineCodec::batched(opts.max_frame_bytes), READ_BUF);
     let mut agent_err = FramedRead::new(stderr, LineCodec::new(64 * 1024));
     let (agent_outbox, agent_writer) = Outbox::spawn(stdin, HIGH_WATER);
     let mut to_agent = Some(agent_outbox);
@@ -207,10 +207,18 @@ where
                 match frame {
                     Some(Ok(frame)) => {
                         let now = clock.elapsed().as_millis() as u64;
-                        if let Some(d) = &dump { d.frame(Direction::AgentToProxy, frame.bytes()); }
                         match frame {
-                            Frame::Line(bytes) => engine.from_agent(bytes, now, &mut actions),
+                            Frame::Lines(chunk) => {
+                                let mut sink = relay_sink(&to_client, to_agent.as_ref());
+                                let mut ctx = Ctx { engine: &mut engine, now, actions: &mut actions, sink: &mut sink, dump: &dump, store: store.as_ref(), max_frame: opts.max_frame_bytes };
+                                from_agent_lines(&mut ctx, chunk);
+                            }
+                            Frame::Line(bytes) => {
+                                if let Some(d) = &dump { d.frame(Direction::AgentToProxy, &bytes); }
+                                engine.from_agent(bytes, now, &mut actions);
+                            }
                             Frame::Piece { bytes, first, .. } => {
+                                if let Some(d) = &dump { d.frame(Direction::AgentToProxy, &bytes); }
                                 if first { oversize_note(&dump, "agent", opts.max_frame_bytes); }
                                 actions.push(Action::ToClient(bytes));
                             }
@@ -359,6 +367,60 @@ pub(crate) async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
+/// What carrying out the engine's actions needs.
+struct Ctx<'a> {
+    engine: &'a mut Engine,
+    now: u64,
+    actions: &'a mut Vec<Action>,
+    sink: &'a mut dyn FnMut(Dest, Bytes),
+    dump: &'a Option<Dump>,
+    store: Option<&'a Store>,
+    max_frame: usize,
+}
+
+/// Every complete line of one read from the agent goes through the engine. Consecutive lines
+/// it passes on unchanged leave as one slice of the read buffer: one queued write per run
+/// instead of one per frame. (With a dump, every frame is recorded on its own instead.)
+/// A line longer than `max_frame_bytes` that happened to arrive whole is passed on unparsed,
+/// as if it had come in pieces.
+fn from_agent_lines(ctx: &mut Ctx<'_>, chunk: Bytes) {
+    let mut run_start = 0;
+    for (start, end) in lines(&chunk) {
+        let line = chunk.slice(start..end);
+        if let Some(d) = ctx.dump {
+            d.frame(Direction::AgentToProxy, &line);
+        }
+        if end - start > ctx.max_frame {
+            oversize_note(ctx.dump, "agent", ctx.max_frame);
+            ctx.actions.push(Action::ToClient(line));
+        } else {
+            ctx.engine.from_agent(line, ctx.now, ctx.actions);
+        }
+        let untouched = ctx.dump.is_none()
+            && matches!(ctx.actions.as_slice(), [Action::ToClient(out)]
+                if out.as_ptr() == chunk[start..].as_ptr() && out.len() == end - start);
+        if untouched {
+            ctx.actions.clear();
+            continue;
+        }
+        if run_start < start {
+            (ctx.sink)(Dest::Client, chunk.slice(run_start..start));
+        }
+        run_start = end;
+        execute(
+            ctx.engine,
+            ctx.now,
+            ctx.actions,
+            ctx.sink,
+            ctx.dump,
+            ctx.store,
+        );
+    }
+    if run_start < chunk.len() {
+        (ctx.sink)(Dest::Client, chunk.slice(run_start..));
+    }
+}
+
 /// A frame from the client into the engine (or, when oversized, straight on to the agent).
 fn from_client(
     engine: &mut Engine,
@@ -368,12 +430,25 @@ fn from_client(
     dump: &Option<Dump>,
     max_frame_bytes: usize,
 ) {
-    if let Some(d) = dump {
-        d.frame(Direction::ClientToProxy, frame.bytes());
-    }
+    let record = |bytes: &Bytes| {
+        if let Some(d) = dump {
+            d.frame(Direction::ClientToProxy, bytes);
+        }
+    };
     match frame {
-        Frame::Line(bytes) => engine.from_client(bytes, now, actions),
+        Frame::Line(bytes) => {
+            record(&bytes);
+            engine.from_client(bytes, now, actions);
+        }
+        Frame::Lines(chunk) => {
+            for (a, b) in lines(&chunk) {
+                let line = chunk.slice(a..b);
+                record(&line);
+                engine.from_client(line, now, actions);
+            }
+        }
         Frame::Piece { bytes, first, .. } => {
+            record(&bytes);
             if first {
                 oversize_note(dump, "client", max_frame_bytes);
             }
