@@ -357,9 +357,20 @@ impl Engine {
 
     /// A frame (one line, terminator included) arrived from the agent.
     pub fn from_agent(&mut self, frame: Bytes, now: Millis, out: &mut Vec<Action>) {
-        // Searched once: both the no-parse path and the one-pass session/update path need it.
-        let has_id = scan::has(&scan::ID_KEY, &frame);
-        if !has_id && self.passes_untouched(&frame) {
+        let found = if self.models_subagents() {
+            // Every key the decisions below test for, found in one pass over the frame.
+            self.detector.scan(&frame)
+        } else {
+            // Without subagents only responses to the client's requests matter (they are
+            // answered by the proxy if the agent dies, and `initialize` is read).
+            if self.client_requests.is_empty() || !scan::has(&scan::ID_KEY, &frame) {
+                out.push(Action::ToClient(frame));
+                return;
+            }
+            scan::Found::new(scan::kind::ID)
+        };
+        let has_id = found.has(scan::kind::ID);
+        if !has_id && self.passes_untouched(&frame, found) {
             out.push(Action::ToClient(frame));
             return;
         }
@@ -415,25 +426,24 @@ impl Engine {
     /// only err towards the slow path: inside JSON strings quotes are escaped, so these keys
     /// cannot hide, while look-alikes in text merely cost a parse. The caller has already
     /// checked that the frame has no `"id"` key.
-    fn passes_untouched(&self, frame: &[u8]) -> bool {
+    fn passes_untouched(&self, frame: &[u8], found: scan::Found) -> bool {
+        use scan::kind;
         match self.mode {
             None | Some(Mode::Off) | Some(Mode::Acp) => true,
             Some(Mode::Zed | Mode::Transcript) => {
                 if self.reg.has_agent_children()
-                    || scan::has(&scan::SUBAGENT, frame)
-                    || scan::has(&scan::SESSION_MESSAGE, frame)
-                    || self.detector.may_name_parent(frame)
+                    || found.has(kind::SUBAGENT | kind::SESSION_MESSAGE | kind::PARENT)
                 {
                     return false;
                 }
-                if !scan::has(&scan::TOOL_CALL, frame) {
+                if !found.has(kind::TOOL_CALL) {
                     return true;
                 }
                 // A tool call: it may start a subagent, belong to a child, or be waited for
                 // by a held permission request (then the parent's tool calls are tracked).
                 self.held.is_empty()
                     && !self.reg.has_open_legacy_children()
-                    && !self.detector.may_be_spawn(frame)
+                    && !found.has(kind::SPAWN)
                     && !self.reg.may_know_tool_in(frame)
             }
         }

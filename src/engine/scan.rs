@@ -1,6 +1,7 @@
 //! Byte tests that decide, before any JSON parse, whether a frame may matter. Searchers are
 //! built once: building one costs more than searching a short frame.
 
+use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use memchr::memmem::Finder;
@@ -38,5 +39,147 @@ impl Needles {
 
     pub fn any_in(&self, hay: &[u8]) -> bool {
         self.0.iter().any(|f| f.find(hay).is_some())
+    }
+}
+
+/// Kinds of key an agent frame is searched for, as bits of [`Found`].
+pub mod kind {
+    /// `"id"`: maybe a request or a response.
+    pub const ID: u16 = 1;
+    /// `"tool_call…`: a tool call or an update of one.
+    pub const TOOL_CALL: u16 = 1 << 1;
+    /// `subagent…`: a standard subagent update kind or Zed's meta.
+    pub const SUBAGENT: u16 = 1 << 2;
+    /// `session_message`: a message between sessions.
+    pub const SESSION_MESSAGE: u16 = 1 << 3;
+    /// A preset's parent-reference key (`"parentToolUseId"`, …).
+    pub const PARENT: u16 = 1 << 5;
+    /// A preset's spawn marker (tool name, title, input key).
+    pub const SPAWN: u16 = 1 << 6;
+}
+
+/// What one pass over a frame found: the [`kind`] bits of every key that occurs in it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Found(u16);
+
+impl Found {
+    pub const fn new(kinds: u16) -> Found {
+        Found(kinds)
+    }
+
+    pub fn has(self, kinds: u16) -> bool {
+        self.0 & kinds != 0
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+}
+
+/// Every string the engine's byte tests look for, found in one pass over the frame (Teddy,
+/// a SIMD multi-pattern search, where the CPU has it), however many presets there are, instead
+/// of one search per pattern.
+///
+/// The search reports the longest match at each position and resumes one byte later, so a
+/// pattern hidden inside another's match is still found when it starts elsewhere; one that is
+/// part of another (`"subagent` in `"subagent_type"`) gives its kind to the longer one.
+#[derive(Debug, Clone)]
+pub struct Signals {
+    searcher: Searcher,
+    /// The kinds of each pattern, by pattern index.
+    kinds: Vec<u16>,
+}
+
+#[derive(Debug, Clone)]
+enum Searcher {
+    Packed(aho_corasick::packed::Searcher),
+    /// For CPUs without the SIMD instructions Teddy needs.
+    Automaton(aho_corasick::AhoCorasick),
+}
+
+impl Signals {
+    /// The fixed keys plus the presets' parent keys and spawn markers (each quoted as it
+    /// appears in JSON: `"parentToolUseId"`).
+    pub fn new<S: AsRef<str>>(parent_markers: &[S], spawn_markers: &[S]) -> Signals {
+        let mut patterns: BTreeMap<String, u16> = BTreeMap::new();
+        let mut add = |p: &str, k: u16| *patterns.entry(p.to_owned()).or_default() |= k;
+        add("\"id\"", kind::ID);
+        add("\"tool_call", kind::TOOL_CALL);
+        add("subagent", kind::SUBAGENT);
+        add("session_message", kind::SESSION_MESSAGE);
+        for m in parent_markers {
+            add(m.as_ref(), kind::PARENT);
+        }
+        for m in spawn_markers {
+            add(m.as_ref(), kind::SPAWN);
+        }
+        patterns.retain(|p, _| !p.is_empty());
+        let texts: Vec<String> = patterns.keys().cloned().collect();
+        let kinds: Vec<u16> = texts
+            .iter()
+            .map(|p| {
+                patterns
+                    .iter()
+                    .filter(|(q, _)| p.contains(q.as_str()))
+                    .fold(0, |acc, (_, k)| acc | k)
+            })
+            .collect();
+        let mut packed = aho_corasick::packed::Config::new()
+            .match_kind(aho_corasick::packed::MatchKind::LeftmostLongest)
+            .builder();
+        packed.extend(&texts);
+        let searcher = match packed.build() {
+            Some(p) => Searcher::Packed(p),
+            None => Searcher::Automaton(
+                aho_corasick::AhoCorasick::builder()
+                    .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+                    .build(&texts)
+                    .expect("a few short literal patterns always build"),
+            ),
+        };
+        Signals { searcher, kinds }
+    }
+
+    /// The kinds of string present in `hay`.
+    pub fn scan(&self, hay: &[u8]) -> Found {
+        let mut found = 0;
+        let mut at = 0;
+        while at < hay.len() {
+            let span = aho_corasick::Span::from(at..hay.len());
+            let m = match &self.searcher {
+                Searcher::Packed(p) => p.find_in(hay, span),
+                Searcher::Automaton(a) => a.find(aho_corasick::Input::new(hay).span(span)),
+            };
+            let Some(m) = m else {
+                break;
+            };
+            found |= self.kinds[m.pattern().as_usize()];
+            at = m.start() + 1;
+        }
+        Found(found)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_pass_finds_every_kind_even_when_keys_overlap() {
+        let s = Signals::new(&["\"parentToolUseId\""], &["\"subagent_type\"", "\"Task\""]);
+        assert!(s.scan(b"{\"text\":\"hello\"}").is_empty());
+        let f = s.scan(br#"{"id":1,"x":{"subagent_type":"a"}}"#);
+        assert!(f.has(kind::ID) && f.has(kind::SPAWN) && f.has(kind::SUBAGENT));
+        assert!(!f.has(kind::TOOL_CALL | kind::PARENT));
+        let f = s.scan(br#"{"method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","_meta":{"parentToolUseId":"t"}}}}"#);
+        assert!(f.has(kind::TOOL_CALL) && f.has(kind::PARENT));
+        assert!(!f.has(kind::ID | kind::SPAWN));
+        let f = s.scan(
+            br#"{"method":"session/update","params":{"update":{"sessionUpdate":"tool_call"}}}"#,
+        );
+        assert!(f.has(kind::TOOL_CALL) && !f.has(kind::ID));
+        // A pattern inside a longer match elsewhere is still found.
+        let f = s.scan(br#"{"a":"xsubagent_typesession_message"}"#);
+        assert!(f.has(kind::SUBAGENT) && f.has(kind::SESSION_MESSAGE));
     }
 }

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::presets::Preset;
-use crate::engine::scan::Needles;
+use crate::engine::scan::{Found, Needles, Signals};
 
 /// The active presets, plus the byte markers that let the engine skip frames cheaply.
 #[derive(Debug, Clone)]
@@ -14,6 +14,8 @@ pub struct Detector {
     marker_search: Needles,
     /// Strings without which a tool call cannot be a spawn of any preset.
     spawn_search: Needles,
+    /// The engine's fixed keys and both marker sets above, searched in one pass.
+    signals: Signals,
 }
 
 impl Detector {
@@ -41,9 +43,15 @@ impl Detector {
         Detector {
             presets,
             marker_search: Needles::new(&markers),
+            signals: Signals::new(&markers, &spawn_markers),
             markers,
             spawn_search: Needles::new(&spawn_markers),
         }
+    }
+
+    /// Which keys (fixed ones, parent keys, spawn markers) occur in a raw frame: one pass.
+    pub fn scan(&self, raw: &[u8]) -> Found {
+        self.signals.scan(raw)
     }
 
     /// Whether the raw frame may hold a spawn (a cheap substring test before any parse).
