@@ -8,6 +8,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
+use super::scan::{self, Found};
+use super::update_parts::{UpdateFrame, UpdateParts};
 use super::{
     card_for, frames, synthesized_card_for, Action, Engine, LiveChildEvents, Millis, Mode,
     NoteLevel,
@@ -16,37 +18,6 @@ use crate::subagents::ids;
 use crate::subagents::model::{Child, ChildState};
 use crate::subagents::persist::StoreOp;
 use crate::subagents::{transcript, zed};
-
-/// A whole `session/update` notification, borrowed: one pass over the frame.
-#[derive(Deserialize)]
-pub(super) struct UpdateFrame<'a> {
-    #[serde(borrow)]
-    pub method: Cow<'a, str>,
-    #[serde(borrow)]
-    pub params: UpdateHead<'a>,
-}
-
-/// The routing-relevant head of `session/update` params, borrowed.
-#[derive(Deserialize)]
-pub(super) struct UpdateHead<'a> {
-    #[serde(borrow, rename = "sessionId")]
-    pub session_id: Cow<'a, str>,
-    #[serde(borrow)]
-    pub update: &'a RawValue,
-}
-
-/// The fields of a child's update the router reads, borrowed.
-#[derive(Deserialize)]
-struct UpdateFields<'a> {
-    #[serde(borrow, rename = "sessionUpdate")]
-    kind: Cow<'a, str>,
-    #[serde(borrow, rename = "toolCallId", default)]
-    tool_call_id: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    title: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    status: Option<Cow<'a, str>>,
-}
 
 /// A child's event on its way into the child thread.
 struct ChildEvent {
@@ -65,38 +36,90 @@ fn str_field<'v>(v: &'v Value, key: &str) -> Option<&'v str> {
 }
 
 impl Engine {
-    /// A `session/update` from the agent.
+    /// A `session/update` from the agent, given its `params` text (the general path).
     pub(super) fn agent_update(
         &mut self,
         frame: Bytes,
         params: &str,
+        found: Found,
         now: Millis,
         out: &mut Vec<Action>,
     ) {
-        let Ok(head) = serde_json::from_str::<UpdateHead<'_>>(params) else {
+        match UpdateFrame::parse_params(params) {
+            Some(f) => self.agent_update_parts(frame, &f.session_id, f.update, found, now, out),
+            None => self.agent_update_slow(frame, params, found, now, out),
+        }
+    }
+
+    /// A `session/update` whose update the one-pass reader left alone (escaped keys, odd
+    /// shapes): its fields read from a parsed tree instead.
+    fn agent_update_slow(
+        &mut self,
+        frame: Bytes,
+        params: &str,
+        found: Found,
+        now: Millis,
+        out: &mut Vec<Action>,
+    ) {
+        #[derive(Deserialize)]
+        struct Head<'a> {
+            #[serde(borrow, rename = "sessionId")]
+            session_id: Cow<'a, str>,
+            #[serde(borrow)]
+            update: &'a RawValue,
+        }
+        let Ok(head) = serde_json::from_str::<Head<'_>>(params) else {
             out.push(Action::ToClient(frame));
             return;
         };
-        self.agent_update_parts(frame, &head.session_id, head.update.get(), now, out);
+        let raw = head.update.get();
+        let Ok(v) = serde_json::from_str::<Value>(raw) else {
+            out.push(Action::ToClient(frame));
+            return;
+        };
+        let field = |k: &str| match v.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(Cow::Borrowed(s.as_str()))),
+            Some(_) => Err(()),
+        };
+        let (Ok(Some(kind)), Ok(tool_call_id), Ok(title), Ok(status)) = (
+            field("sessionUpdate"),
+            field("toolCallId"),
+            field("title"),
+            field("status"),
+        ) else {
+            out.push(Action::ToClient(frame));
+            return;
+        };
+        let meta = v.get("_meta").map(|_| raw);
+        let parts = UpdateParts {
+            raw,
+            kind,
+            tool_call_id,
+            title,
+            has_status: status.is_some(),
+            meta,
+        };
+        self.agent_update_parts(frame, &head.session_id, parts, found, now, out);
     }
 
-    /// A `session/update` taken apart: its session id and its `update` as raw JSON.
+    /// A `session/update` taken apart: its session id and its update's fields and text.
+    /// `found` says which keys the frame's bytes hold (see [`super::scan::Signals`]).
     pub(super) fn agent_update_parts(
         &mut self,
         frame: Bytes,
         session_id: &str,
-        raw: &str,
+        fields: UpdateParts<'_>,
+        found: Found,
         now: Millis,
         out: &mut Vec<Action>,
     ) {
-        let Ok(fields) = serde_json::from_str::<UpdateFields<'_>>(raw) else {
-            out.push(Action::ToClient(frame));
-            return;
-        };
+        let raw = fields.raw;
         let sid = session_id.to_owned();
         let kind = fields.kind.to_string();
         let tool = fields.tool_call_id.as_deref().map(str::to_owned);
         let parse_update = || serde_json::from_str::<Value>(raw).ok();
+        let names_parent = found.has(scan::kind::PARENT);
 
         match kind.as_str() {
             "subagent_update" | "subagent_spawned" | "subagent_state_update" => {
@@ -111,7 +134,7 @@ impl Engine {
             _ => {}
         }
         if let Some(cid) = self.reg.by_agent_child(&sid).map(str::to_owned) {
-            self.child_event_raw(&cid, &sid, raw, fields, frame, now, out);
+            self.child_event_raw(&cid, &sid, fields, found, frame, now, out);
             return;
         }
         if let Some(t) = &tool {
@@ -122,9 +145,9 @@ impl Engine {
             if let Some(owner) = self.reg.tool_owner(&sid, t).map(str::to_owned) {
                 // An explicit parent id wins over attribution by id: two children may use the
                 // same tool call id.
-                let named = if self.detector.may_name_parent(&frame) {
+                let named = if names_parent {
                     self.detector
-                        .parent_ref_raw(raw)
+                        .parent_ref_raw(raw, fields.meta)
                         .or_else(|| {
                             let update = parse_update()?;
                             self.detector.parent_ref(&update).map(str::to_owned)
@@ -134,13 +157,12 @@ impl Engine {
                     None
                 };
                 let cid = named.unwrap_or(owner);
-                self.child_event_raw(&cid, &sid, raw, fields, frame, now, out);
+                self.child_event_raw(&cid, &sid, fields, found, frame, now, out);
                 return;
             }
         }
         // Cheap exit for the common case: nothing here can be a spawn or a child event.
-        let names_parent = self.detector.may_name_parent(&frame);
-        let may_spawn = kind == "tool_call" && self.detector.may_be_spawn(&frame);
+        let may_spawn = kind == "tool_call" && found.has(scan::kind::SPAWN);
         if !names_parent && !may_spawn {
             out.push(Action::ToClient(frame));
             if let (Some(t), "tool_call") = (&tool, kind.as_str()) {
@@ -153,11 +175,11 @@ impl Engine {
             // Most child events: the parent reference read straight from the bytes.
             if let Some(cid) = self
                 .detector
-                .parent_ref_raw(raw)
+                .parent_ref_raw(raw, fields.meta)
                 .and_then(|r| self.reg.by_spawn(&sid, &r))
                 .map(str::to_owned)
             {
-                self.child_event_raw(&cid, &sid, raw, fields, frame, now, out);
+                self.child_event_raw(&cid, &sid, fields, found, frame, now, out);
                 return;
             }
         }
@@ -401,32 +423,32 @@ impl Engine {
         &mut self,
         cid: &str,
         root: &str,
-        raw: &str,
-        head: UpdateFields<'_>,
+        head: UpdateParts<'_>,
+        found: Found,
         frame: Bytes,
         now: Millis,
         out: &mut Vec<Action>,
     ) {
-        let head = Some(head);
-        let simple = head.as_ref().is_some_and(|h| {
-            let tool = h.tool_call_id.as_deref();
-            self.mode == Some(Mode::Zed)
-                && self.cfg.live_child_events == LiveChildEvents::Hide
-                && !(h.kind == "tool_call" && self.detector.may_be_spawn(raw.as_bytes()))
-                && tool.is_none_or(|t| self.reg.by_spawn(root, t).is_none())
-                && !super::scan::has(&super::scan::SUBAGENT_INFO, raw.as_bytes())
-                && !self.reg.get(cid).is_some_and(|c| c.degraded)
-        });
-        let Some(head) = head.filter(|_| simple) else {
+        let raw = head.raw;
+        let tool = head.tool_call_id.as_deref();
+        // `found` covers the whole frame: a key it lacks is not in the update either.
+        let simple = self.mode == Some(Mode::Zed)
+            && self.cfg.live_child_events == LiveChildEvents::Hide
+            && !(head.kind == "tool_call" && found.has(scan::kind::SPAWN))
+            && tool.is_none_or(|t| self.reg.by_spawn(root, t).is_none())
+            && !(found.has(scan::kind::SUBAGENT)
+                && scan::has(&scan::SUBAGENT_INFO, raw.as_bytes()))
+            && !self.reg.get(cid).is_some_and(|c| c.degraded);
+        if !simple {
             let value = serde_json::from_str::<Value>(raw).ok();
             self.child_event(cid, root, value, frame, now, out);
             return;
-        };
+        }
         let event = ChildEvent {
             kind: head.kind.into_owned(),
             tool: head.tool_call_id.map(Cow::into_owned),
             title: head.title.map(Cow::into_owned),
-            has_status: head.status.is_some(),
+            has_status: head.has_status,
             text: raw.to_owned(),
             value: None,
         };

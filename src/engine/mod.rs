@@ -14,6 +14,7 @@ pub mod envelope;
 pub mod frames;
 pub mod pending;
 pub mod scan;
+pub mod update_parts;
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -379,12 +380,9 @@ impl Engine {
         let body = frame.clone();
         if self.models_subagents() && !has_id && scan::has(&scan::SESSION_UPDATE, &body) {
             // A notification that is most likely a session/update: take it apart in one pass.
-            let parsed = serde_json::from_slice::<agent_side::UpdateFrame<'_>>(
-                crate::transport::framing::line_body(&body),
-            );
-            if let Some(f) = parsed.ok().filter(|f| f.method == "session/update") {
-                let raw = f.params.update.get();
-                self.agent_update_parts(frame, &f.params.session_id, raw, now, out);
+            let text = std::str::from_utf8(crate::transport::framing::line_body(&body));
+            if let Some(f) = text.ok().and_then(update_parts::UpdateFrame::parse) {
+                self.agent_update_parts(frame, &f.session_id, f.update, found, now, out);
                 return;
             }
         }
@@ -408,7 +406,7 @@ impl Engine {
                 if self.models_subagents() && env.method() == Some("session/update") =>
             {
                 match env.params {
-                    Some(p) => self.agent_update(frame, p.get(), now, out),
+                    Some(p) => self.agent_update(frame, p.get(), found, now, out),
                     None => out.push(Action::ToClient(frame)),
                 }
             }

@@ -23,25 +23,6 @@ pub fn has(f: &LazyLock<Finder<'static>>, hay: &[u8]) -> bool {
     f.find(hay).is_some()
 }
 
-/// Searchers for a set of owned needles (built once per detector).
-#[derive(Debug, Clone)]
-pub struct Needles(Vec<Finder<'static>>);
-
-impl Needles {
-    pub fn new<S: AsRef<[u8]>>(needles: &[S]) -> Needles {
-        Needles(
-            needles
-                .iter()
-                .map(|n| Finder::new(n.as_ref()).into_owned())
-                .collect(),
-        )
-    }
-
-    pub fn any_in(&self, hay: &[u8]) -> bool {
-        self.0.iter().any(|f| f.find(hay).is_some())
-    }
-}
-
 /// Kinds of key an agent frame is searched for, as bits of [`Found`].
 pub mod kind {
     /// `"id"`: maybe a request or a response.

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::presets::Preset;
-use crate::engine::scan::{Found, Needles, Signals};
+use crate::engine::scan::{Found, Signals};
 
 /// The active presets, plus the byte markers that let the engine skip frames cheaply.
 #[derive(Debug, Clone)]
@@ -11,11 +11,11 @@ pub struct Detector {
     presets: Vec<Preset>,
     /// Keys whose presence in a frame means it may name a parent tool call.
     markers: Vec<String>,
-    marker_search: Needles,
-    /// Strings without which a tool call cannot be a spawn of any preset.
-    spawn_search: Needles,
-    /// The engine's fixed keys and both marker sets above, searched in one pass.
+    /// The engine's fixed keys, the parent keys and the strings without which a tool call
+    /// cannot be a spawn of any preset, searched in one pass.
     signals: Signals,
+    /// Every preset's parent pointer starts at the update's `_meta`.
+    parents_under_meta: bool,
 }
 
 impl Detector {
@@ -40,28 +40,23 @@ impl Detector {
             .collect();
         spawn_markers.sort();
         spawn_markers.dedup();
+        let parents_under_meta = presets
+            .iter()
+            .flat_map(|p| p.parent_pointers.iter())
+            .all(|ptr| ptr.starts_with("/_meta/"));
         Detector {
+            parents_under_meta,
             presets,
-            marker_search: Needles::new(&markers),
             signals: Signals::new(&markers, &spawn_markers),
             markers,
-            spawn_search: Needles::new(&spawn_markers),
         }
     }
 
     /// Which keys (fixed ones, parent keys, spawn markers) occur in a raw frame: one pass.
+    /// A frame without [`kind::SPAWN`](crate::engine::scan::kind::SPAWN) cannot hold a spawn,
+    /// one without [`kind::PARENT`](crate::engine::scan::kind::PARENT) names no parent.
     pub fn scan(&self, raw: &[u8]) -> Found {
         self.signals.scan(raw)
-    }
-
-    /// Whether the raw frame may hold a spawn (a cheap substring test before any parse).
-    pub fn may_be_spawn(&self, raw: &[u8]) -> bool {
-        self.spawn_search.any_in(raw)
-    }
-
-    /// Whether the raw frame may carry a parent reference (a cheap substring test).
-    pub fn may_name_parent(&self, raw: &[u8]) -> bool {
-        self.marker_search.any_in(raw)
     }
 
     /// The tool call id of the spawn this child event belongs to, if any preset names one.
@@ -75,7 +70,11 @@ impl Detector {
     /// The parent reference read from the raw JSON of an update, without parsing it: the
     /// string value of a preset's parent key, if exactly one value appears. `None` when there
     /// is none, several, or one with escapes (the caller then parses).
-    pub fn parent_ref_raw(&self, raw: &str) -> Option<String> {
+    ///
+    /// When every preset's parent key lives under the update's `_meta` (as all do today), only
+    /// `meta` (that object's text, if the update has one) is searched, not the whole update.
+    pub fn parent_ref_raw(&self, raw: &str, meta: Option<&str>) -> Option<String> {
+        let raw = if self.parents_under_meta { meta? } else { raw };
         let mut found: Option<&str> = None;
         for key in &self.markers {
             for (pos, _) in raw.match_indices(key.as_str()) {
@@ -197,6 +196,7 @@ fn blocks_text(v: &Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::scan::kind;
     use crate::subagents::presets::ALL;
     use serde_json::json;
 
@@ -210,17 +210,24 @@ mod tests {
             "_meta":{"claudeCode":{"toolName":"Glob","parentToolUseId":"t"}}});
         assert_eq!(d.spawn_tool_name(&child), None);
         assert_eq!(d.parent_ref(&child), Some("t"));
-        assert_eq!(d.parent_ref_raw(&child.to_string()).as_deref(), Some("t"));
-        let spaced = r#"{"_meta": {"claudeCode": {"parentToolUseId" : "t9"}}}"#;
-        assert_eq!(d.parent_ref_raw(spaced).as_deref(), Some("t9"));
-        let two = r#"{"_meta":{"parentToolCallId":"a","claudeCode":{"parentToolUseId":"b"}}}"#;
-        assert_eq!(d.parent_ref_raw(two), None, "ambiguous: parse instead");
-        assert!(d.may_name_parent(child.to_string().as_bytes()));
-        assert!(!d.may_name_parent(spawn.to_string().as_bytes()));
-        assert!(d.may_be_spawn(spawn.to_string().as_bytes()));
+        let meta = child["_meta"].to_string();
+        let text = child.to_string();
+        assert_eq!(d.parent_ref_raw(&text, Some(&meta)).as_deref(), Some("t"));
+        assert_eq!(d.parent_ref_raw(&text, None), None, "no _meta, no parent");
+        let spaced = r#"{"claudeCode": {"parentToolUseId" : "t9"}}"#;
+        assert_eq!(d.parent_ref_raw("", Some(spaced)).as_deref(), Some("t9"));
+        let two = r#"{"parentToolCallId":"a","claudeCode":{"parentToolUseId":"b"}}"#;
+        assert_eq!(
+            d.parent_ref_raw("", Some(two)),
+            None,
+            "ambiguous: parse instead"
+        );
+        assert!(d.scan(child.to_string().as_bytes()).has(kind::PARENT));
+        assert!(!d.scan(spawn.to_string().as_bytes()).has(kind::PARENT));
+        assert!(d.scan(spawn.to_string().as_bytes()).has(kind::SPAWN));
         let read =
             json!({"sessionUpdate":"tool_call","toolCallId":"r","title":"Read","kind":"read"});
-        assert!(!d.may_be_spawn(read.to_string().as_bytes()));
+        assert!(!d.scan(read.to_string().as_bytes()).has(kind::SPAWN));
     }
 
     #[test]

@@ -60,6 +60,8 @@ pub struct Env {
     pub bench_exe: PathBuf,
     pub proxy_exe: PathBuf,
     pub baseline_exe: Option<PathBuf>,
+    /// Child transcripts in an in-memory store instead of a file.
+    pub store_in_memory: bool,
     pub workdir: PathBuf,
     pub seed: u64,
 }
@@ -164,9 +166,29 @@ fn spawn(env: &Env, relay: Relay, agent_args: &[String]) -> anyhow::Result<Topol
                 _ => &env.proxy_exe,
             };
             let cfg = env.workdir.join(format!("proxy-{display}.toml"));
+            // Each run writes child transcripts to a fresh store of its own: never the
+            // user's, and never one grown by earlier runs.
+            let store = env.workdir.join(format!("store-{display}.sqlite3"));
+            for suffix in ["", "-wal", "-shm"] {
+                let mut p = store.clone().into_os_string();
+                p.push(suffix);
+                match std::fs::remove_file(&p) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(e).with_context(|| format!("removing {}", p.to_string_lossy()))
+                    }
+                    _ => {}
+                }
+            }
+            let store_path = if env.store_in_memory {
+                "\"memory\"".to_owned()
+            } else {
+                serde_json::to_string(&store.to_string_lossy())?
+            };
             std::fs::write(
                 &cfg,
-                format!("display = \"{display}\"\nlog_level = \"warn\"\n"),
+                format!(
+                    "display = \"{display}\"\nlog_level = \"warn\"\n\n[store]\npath = {store_path}\n"
+                ),
             )?;
             let err_path = env.workdir.join(format!("proxy-{display}.stderr"));
             let err = File::create(&err_path)?;

@@ -90,6 +90,10 @@ struct RunArgs {
     /// from the same run.
     #[arg(long)]
     baseline_proxy: Option<PathBuf>,
+    /// Where `display = "zed"` keeps child transcripts: `file` (a fresh SQLite file per run,
+    /// as users get) or `memory` (SQLite in memory: the store's cost without the disk)
+    #[arg(long, default_value = "file", value_parser = ["file", "memory"])]
+    store: String,
 }
 
 fn main() -> ExitCode {
@@ -194,6 +198,7 @@ fn env(args: &RunArgs) -> anyhow::Result<Env> {
         bench_exe,
         proxy_exe,
         baseline_exe: args.baseline_proxy.clone(),
+        store_in_memory: args.store == "memory",
         workdir: args.workdir.canonicalize()?,
         seed: args.seed,
     })
