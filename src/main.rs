@@ -273,7 +273,8 @@ fn bench_writer(
                 child_id: child.to_owned(),
                 update: format!(
                     r#"{{"sessionUpdate":"agent_message_chunk","n":{n},"content":{{"type":"text","text":"update {n} of {child}"}}}}"#
-                ),
+                )
+                .into(),
             });
         }
         store.flush().context("flush failed")?;

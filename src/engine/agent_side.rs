@@ -2,6 +2,7 @@
 //! spawn cards get Zed's meta, and requests reach the client under a session it knows.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use serde::Deserialize;
@@ -16,6 +17,7 @@ use super::{
 };
 use crate::subagents::ids;
 use crate::subagents::model::{Child, ChildState};
+use crate::subagents::pair::{Pair, PairRef};
 use crate::subagents::persist::StoreOp;
 use crate::subagents::{transcript, zed};
 
@@ -25,8 +27,8 @@ struct ChildEvent {
     tool: Option<String>,
     title: Option<String>,
     has_status: bool,
-    /// The update's JSON text as it will be replayed.
-    text: String,
+    /// The update's JSON text as it will be replayed (shared by the thread and the store).
+    text: Arc<str>,
     /// The parsed update, when the router built one.
     value: Option<Value>,
 }
@@ -166,7 +168,7 @@ impl Engine {
         if !names_parent && !may_spawn {
             out.push(Action::ToClient(frame));
             if let (Some(t), "tool_call") = (&tool, kind.as_str()) {
-                self.parent_tools.insert((sid.clone(), t.clone()));
+                self.parent_tools.insert(&sid, t);
                 self.release_held(&sid, t, now, out);
             }
             return;
@@ -193,7 +195,7 @@ impl Engine {
                 // A spawn over a limit: its child's events pass through as the agent sent them.
                 None if self
                     .passthrough_spawns
-                    .contains(&(sid.clone(), parent_ref.clone())) =>
+                    .contains(&PairRef(&sid, &parent_ref)) =>
                 {
                     out.push(Action::ToClient(frame));
                 }
@@ -223,7 +225,7 @@ impl Engine {
         }
         out.push(Action::ToClient(frame));
         if let (Some(t), "tool_call") = (&tool, kind.as_str()) {
-            self.parent_tools.insert((sid.clone(), t.clone()));
+            self.parent_tools.insert(&sid, t);
             self.release_held(&sid, t, now, out);
         }
     }
@@ -390,7 +392,7 @@ impl Engine {
                         return;
                     }
                     // Over a limit: the spawn stays an ordinary tool call of this child.
-                    self.passthrough_spawns.insert((root.to_owned(), t.clone()));
+                    self.passthrough_spawns.insert(Pair::new(root, t));
                 }
             }
         }
@@ -407,7 +409,7 @@ impl Engine {
         let event = ChildEvent {
             title: str_field(&update, "title").map(str::to_owned),
             has_status: update.get("status").is_some(),
-            text: update.to_string(),
+            text: update.to_string().into(),
             kind,
             tool,
             value: Some(update),
@@ -449,7 +451,7 @@ impl Engine {
             tool: head.tool_call_id.map(Cow::into_owned),
             title: head.title.map(Cow::into_owned),
             has_status: head.has_status,
-            text: raw.to_owned(),
+            text: Arc::from(raw),
             value: None,
         };
         self.child_record(cid, root, event, frame, now, out);
@@ -787,7 +789,7 @@ impl Engine {
             cid,
             &kind,
             tool.as_deref(),
-            update.to_string(),
+            update.to_string().into(),
             Some(update),
             out,
         );
@@ -800,7 +802,7 @@ impl Engine {
         cid: &str,
         kind: &str,
         tool: Option<&str>,
-        text: String,
+        text: Arc<str>,
         value: Option<&Value>,
         out: &mut Vec<Action>,
     ) {
@@ -930,8 +932,7 @@ impl Engine {
             return true;
         };
         if top == parent {
-            self.passthrough_spawns
-                .insert((top.to_owned(), spawn_id.to_owned()));
+            self.passthrough_spawns.insert(Pair::new(top, spawn_id));
         }
         self.report_once(
             &format!("{limit}:{top}"),

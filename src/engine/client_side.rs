@@ -187,7 +187,11 @@ pub(super) fn restore_child(reg: &mut Registry, stored: StoredChild) {
     child.state = ChildState::parse(&stored.state);
     child.card_final = child.state.is_final();
     child.prompt_recorded = !stored.updates.is_empty();
-    child.thread = stored.updates;
+    child.thread = stored
+        .updates
+        .into_iter()
+        .map(std::sync::Arc::from)
+        .collect();
     child.recount();
     if !stored.turns.is_empty() {
         child.turns = stored.turns;

@@ -16,8 +16,10 @@ pub mod pending;
 pub mod scan;
 pub mod update_parts;
 
+use hashbrown::HashSet;
 use std::borrow::Cow;
-use std::collections::HashSet;
+
+use crate::subagents::pair::{Pair, PairRef, PairSet};
 
 use bytes::Bytes;
 use serde::Deserialize;
@@ -198,7 +200,7 @@ pub struct Engine {
     /// Mismatch reports already made (each kind once per connection).
     reported: HashSet<String>,
     /// Spawns over a limit, as (agent session, tool call id): their events pass through.
-    passthrough_spawns: HashSet<(String, String)>,
+    passthrough_spawns: PairSet,
     /// Finished children in the order they finished (the oldest leave memory first).
     finished: std::collections::VecDeque<String>,
     /// Synthesized cards already shown again during the current parent replays.
@@ -211,26 +213,29 @@ pub struct Engine {
 /// A bounded set that forgets its oldest members.
 #[derive(Debug, Default)]
 struct RecentSet {
-    set: HashSet<(String, String)>,
-    order: std::collections::VecDeque<(String, String)>,
+    set: PairSet,
+    order: std::collections::VecDeque<Pair>,
 }
 
 impl RecentSet {
     const CAPACITY: usize = 4096;
 
-    fn insert(&mut self, key: (String, String)) {
-        if self.set.insert(key.clone()) {
-            self.order.push_back(key);
-            if self.order.len() > Self::CAPACITY {
-                if let Some(old) = self.order.pop_front() {
-                    self.set.remove(&old);
-                }
+    fn insert(&mut self, session: &str, id: &str) {
+        if self.contains(session, id) {
+            return;
+        }
+        let key = Pair::new(session, id);
+        self.set.insert(key.clone());
+        self.order.push_back(key);
+        if self.order.len() > Self::CAPACITY {
+            if let Some(old) = self.order.pop_front() {
+                self.set.remove(&old);
             }
         }
     }
 
     fn contains(&self, session: &str, id: &str) -> bool {
-        self.set.contains(&(session.to_owned(), id.to_owned()))
+        self.set.contains(&PairRef(session, id))
     }
 }
 
@@ -268,7 +273,7 @@ impl Engine {
             held: Vec::new(),
             store_tried: HashSet::new(),
             reported: HashSet::new(),
-            passthrough_spawns: HashSet::new(),
+            passthrough_spawns: PairSet::default(),
             finished: std::collections::VecDeque::new(),
             replay_cards: HashSet::new(),
             parent_tools: RecentSet::default(),

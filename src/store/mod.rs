@@ -84,7 +84,8 @@ pub enum StoreOp {
     /// One update, appended after the previous ones of that child.
     AppendUpdate {
         child_id: String,
-        update: String,
+        /// Shared with the child's thread in memory: the text is not copied to be stored.
+        update: std::sync::Arc<str>,
     },
     SetState {
         child_id: String,
@@ -698,12 +699,38 @@ fn load_child(
         .map_err(|_| malformed("entry_count", format!("{entry_count} is out of range")))?;
     let updates = {
         let mut stmt = conn
-            .prepare_cached("SELECT body FROM updates WHERE child_id = ?1 ORDER BY seq")
+            .prepare_cached("SELECT seq, count, body FROM updates WHERE child_id = ?1 ORDER BY seq")
             .map_err(read_err)?;
         let rows = stmt
-            .query_map([child_id], |r| r.get::<_, String>(0))
+            .query_map([child_id], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })
             .map_err(read_err)?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(read_err)?
+        let mut updates = Vec::new();
+        for row in rows {
+            let (seq, count, body) = row.map_err(read_err)?;
+            if count == 1 {
+                updates.push(body);
+                continue;
+            }
+            // A run of updates joined by newlines (schema version 2).
+            let parts: Vec<&str> = body.split('\n').collect();
+            if i64::try_from(parts.len()) != Ok(count) {
+                return Err(malformed(
+                    "updates",
+                    format!(
+                        "the row at seq {seq} should hold {count} updates, not {}",
+                        parts.len()
+                    ),
+                ));
+            }
+            updates.extend(parts.into_iter().map(str::to_owned));
+        }
+        updates
     };
     Ok(Some(StoredChild {
         child_id: child_id.to_owned(),

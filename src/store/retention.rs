@@ -144,9 +144,14 @@ fn delete_children<'a>(
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let mut updates = 0u64;
     for id in ids {
-        updates += tx
-            .prepare_cached("DELETE FROM updates WHERE child_id = ?1")?
-            .execute([id])? as u64;
+        // A row may hold a run of updates: count them, not the rows.
+        let mut delete =
+            tx.prepare_cached("DELETE FROM updates WHERE child_id = ?1 RETURNING count")?;
+        let counts = delete.query_map([id], |r| r.get::<_, i64>(0))?;
+        for count in counts {
+            updates += count?.max(0) as u64;
+        }
+        drop(delete);
         tx.prepare_cached("DELETE FROM children WHERE child_id = ?1")?
             .execute([id])?;
     }

@@ -42,6 +42,12 @@ pub const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (child_id, seq)
     );
     "#,
+    // 2: a row may hold a run of `count` consecutive updates (seq, seq + 1, ...), their texts
+    // joined by "\n" (an update's text is one line of the wire, so it holds no raw newline).
+    // Writing a batch's updates of a child as one row costs far less than a row each.
+    r#"
+    ALTER TABLE updates ADD COLUMN count INTEGER NOT NULL DEFAULT 1;
+    "#,
 ];
 
 /// The schema version this build writes.

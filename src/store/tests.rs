@@ -307,6 +307,13 @@ const FIXTURES: &[&str] = &[
        VALUES ('old-child', 'old-parent', 'call-1', 'demo', '/w', 'Old task', 'completed', 2,
                '[[0,1]]', 2, 4, 1700000000, 1700000000);
        INSERT INTO updates (child_id, seq, body) VALUES ('old-child', 0, '{"a"'), ('old-child', 1, ':1}');"#,
+    // Version 2: the same child, its two updates in one row.
+    r#"INSERT INTO children (child_id, parent_session_id, spawn_tool_call_id, agent, cwd,
+            title, state, entry_count, turns, update_count, update_bytes, created_at, updated_at)
+       VALUES ('old-child', 'old-parent', 'call-1', 'demo', '/w', 'Old task', 'completed', 2,
+               '[[0,1]]', 2, 4, 1700000000, 1700000000);
+       INSERT INTO updates (child_id, seq, count, body)
+       VALUES ('old-child', 0, 2, '{"a"' || char(10) || ':1}');"#,
 ];
 
 #[test]
@@ -505,4 +512,65 @@ fn prune_by_age_through_the_api() {
     assert!(store.child("c001").expect("read").is_none());
     assert!(store.child("c000").expect("read").is_some());
     assert!(store.child("c002").expect("read").is_some());
+}
+
+#[test]
+fn a_batch_of_appends_shares_rows_and_reads_back_in_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("s.db");
+    let store = Store::open(&file_cfg(&path)).expect("open");
+    let mut want = Vec::new();
+    for i in 0..40 {
+        for child in ["a", "b"] {
+            let text =
+                format!(r#"{{"sessionUpdate":"agent_message_chunk","n":{i},"c":"{child}\n"}}"#);
+            store.submit(append(child, &text));
+            if child == "a" {
+                want.push(text);
+            }
+        }
+    }
+    // A text with a raw newline (never seen on the wire) still round-trips.
+    store.submit(append("a", "{\n}"));
+    want.push("{\n}".to_owned());
+    store.submit(append("a", "{}"));
+    want.push("{}".to_owned());
+    store.flush().expect("flush");
+    assert_eq!(
+        store.child("a").expect("read").expect("stored").updates,
+        want
+    );
+    assert_eq!(
+        store
+            .child("b")
+            .expect("read")
+            .expect("stored")
+            .updates
+            .len(),
+        40
+    );
+    drop(store);
+    let conn = Connection::open(&path).expect("raw open");
+    let rows: i64 = conn
+        .query_row("SELECT count(*) FROM updates", [], |r| r.get(0))
+        .expect("count");
+    assert!(
+        rows < 20,
+        "{rows} rows for 83 updates: appends were not gathered"
+    );
+}
+
+#[test]
+fn a_run_row_with_the_wrong_count_is_reported_not_misread() {
+    let store = Store::open(&memory_cfg()).expect("open");
+    store.submit(append("c", "{}"));
+    store.flush().expect("flush");
+    store
+        .exec_in_writer("UPDATE updates SET count = 3, body = '{}' || char(10) || '{}'")
+        .expect("corrupt");
+    let err = store.child("c").expect_err("malformed");
+    assert!(
+        err.to_string().contains("should hold 3 updates, not 2"),
+        "{err}"
+    );
 }

@@ -8,6 +8,7 @@
 //! warning). The writer never panics and always drains its queue, so `submit` never waits
 //! forever.
 
+use std::borrow::Cow;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -24,6 +25,11 @@ use super::{
 const RETENTION_INTERVAL: Duration = Duration::from_secs(3600);
 /// Most writes in one transaction, to keep transactions short.
 const MAX_BATCH: usize = 1000;
+/// How long a batch stays open for more writes after its first one. Each commit rewrites
+/// every page it touched into the WAL (the tables' last, partly filled pages each time), so
+/// many small commits write the same pages over and over; gathering a few milliseconds of
+/// writes into one commit cuts that, at the cost of committing a write up to this much later.
+const COMMIT_WINDOW: Duration = Duration::from_millis(10);
 /// Attempts at a batch that keeps meeting another process's lock (each waits the busy
 /// timeout) before the file is given up.
 const BUSY_ATTEMPTS: u32 = 3;
@@ -100,6 +106,7 @@ impl Writer {
                     Err(_) => break,
                 }
             };
+            let opened = Instant::now();
             let mut next = Some(first);
             while let Some(msg) = next.take() {
                 match msg {
@@ -127,6 +134,10 @@ impl Writer {
                 }
                 if ops.len() < MAX_BATCH {
                     next = self.rx.try_recv().ok();
+                    if next.is_none() && !ops.is_empty() {
+                        let left = COMMIT_WINDOW.saturating_sub(opened.elapsed());
+                        next = self.rx.recv_timeout(left).ok();
+                    }
                 }
             }
             self.commit(&mut ops);
@@ -333,12 +344,41 @@ fn append_run(
              WHERE child_id = ?1 RETURNING update_count - ?2",
         )?
         .query_row(params![child_id, bodies.len() as i64, bytes], |r| r.get(0))?;
-    let mut insert =
-        conn.prepare_cached("INSERT INTO updates (child_id, seq, body) VALUES (?1, ?2, ?3)")?;
-    for (i, body) in bodies.iter().enumerate() {
-        insert.execute(params![child_id, first + i as i64, body])?;
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO updates (child_id, seq, count, body) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    let mut seq = first;
+    for run in newline_free_runs(bodies) {
+        let body = match run {
+            [one] => Cow::Borrowed(*one),
+            many => Cow::Owned(many.join("\n")),
+        };
+        insert.execute(params![child_id, seq, run.len() as i64, body])?;
+        seq += run.len() as i64;
     }
     Ok(())
+}
+
+/// Split `bodies` into runs that can share a row: consecutive texts without a newline (all
+/// of them, in practice); a text with one (never seen on the wire) gets a row of its own.
+fn newline_free_runs<'b, 'a>(bodies: &'b [&'a str]) -> impl Iterator<Item = &'b [&'a str]> {
+    let mut rest = bodies;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let len = match rest
+            .iter()
+            .position(|b| memchr::memchr(b'\n', b.as_bytes()).is_some())
+        {
+            Some(0) => 1,
+            Some(n) => n,
+            None => rest.len(),
+        };
+        let (run, tail) = rest.split_at(len);
+        rest = tail;
+        Some(run)
+    })
 }
 
 fn apply(conn: &Connection, op: &StoreOp, now: i64) -> rusqlite::Result<()> {
@@ -377,7 +417,7 @@ fn apply(conn: &Connection, op: &StoreOp, now: i64) -> rusqlite::Result<()> {
             ])?;
         }
         StoreOp::AppendUpdate { child_id, update } => {
-            append_run(conn, child_id, &[update.as_str()], now)?;
+            append_run(conn, child_id, &[&**update], now)?;
         }
         StoreOp::SetState { child_id, state } => {
             ensure_child(conn, child_id, now)?;
@@ -409,4 +449,25 @@ fn ensure_child(conn: &Connection, child_id: &str, now: i64) -> rusqlite::Result
     )?
     .execute(params![child_id, now])?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn runs_split_only_around_texts_with_newlines() {
+        let runs: Vec<Vec<&str>> = super::newline_free_runs(&["a", "b", "c\nd", "e", "\n", "f"])
+            .map(<[&str]>::to_vec)
+            .collect();
+        assert_eq!(
+            runs,
+            [
+                vec!["a", "b"],
+                vec!["c\nd"],
+                vec!["e"],
+                vec!["\n"],
+                vec!["f"]
+            ]
+        );
+        assert_eq!(super::newline_free_runs(&[]).count(), 0);
+    }
 }

@@ -4,6 +4,7 @@ pub mod detect;
 pub mod entries;
 pub mod ids;
 pub mod model;
+pub mod pair;
 pub mod persist;
 pub mod presets;
 pub mod transcript;

@@ -1,7 +1,11 @@
 //! One internal model of subagents, whatever the agent sent and whatever the client shows:
 //! parent sessions → spawns → child sessions with a lifecycle, a thread and index ranges.
 
-use std::collections::HashMap;
+use std::sync::Arc;
+
+use hashbrown::{HashMap, HashSet};
+
+use super::pair::{Pair, PairMap, PairRef};
 
 use serde_json::Value;
 
@@ -80,7 +84,7 @@ pub struct Child {
     pub title: String,
     pub state: ChildState,
     /// The child's updates in order, as the exact JSON the proxy replays.
-    pub thread: Vec<String>,
+    pub thread: Vec<Arc<str>>,
     pub entries: EntryCounter,
     pub turns: Vec<TurnRange>,
     /// The client loaded this child: live updates go to it under `id`.
@@ -169,7 +173,7 @@ impl Child {
 
     /// Record one update by its kind and tool call id (what the entry rules read) and its
     /// JSON text.
-    pub fn record_kind(&mut self, kind: &str, tool: Option<&str>, text: String) {
+    pub fn record_kind(&mut self, kind: &str, tool: Option<&str>, text: Arc<str>) {
         self.entries.push(kind, tool);
         self.bytes += text.len();
         self.thread.push(text);
@@ -177,7 +181,7 @@ impl Child {
 
     /// Rebuild the entry counter (and size) from the thread.
     pub fn recount(&mut self) {
-        self.bytes = self.thread.iter().map(String::len).sum();
+        self.bytes = self.thread.iter().map(|t| t.len()).sum();
         let mut entries = EntryCounter::default();
         for text in &self.thread {
             if let Ok(v) = serde_json::from_str::<Value>(text) {
@@ -211,22 +215,20 @@ impl Child {
 pub struct Registry {
     pub children: HashMap<String, Child>,
     /// (agent session carrying the spawn, spawn tool call id) → child id.
-    by_spawn: HashMap<(String, String), String>,
+    by_spawn: PairMap<String>,
     /// The agent's own child session id → child id (standard ACP).
     by_agent_child: HashMap<String, String>,
     /// (agent session, tool call id) of a child's own tool calls → child id.
-    tool_owner: HashMap<(String, String), String>,
+    tool_owner: PairMap<String>,
     /// Every tool call id in `by_spawn` and `tool_owner`, for a quick byte test.
-    tool_ids: std::collections::HashSet<String>,
+    tool_ids: HashSet<String>,
 }
 
 impl Registry {
     pub fn insert(&mut self, child: Child) {
         self.tool_ids.insert(child.spawn_id.clone());
-        self.by_spawn.insert(
-            (child.root.clone(), child.spawn_id.clone()),
-            child.id.clone(),
-        );
+        self.by_spawn
+            .insert(Pair::new(&child.root, &child.spawn_id), child.id.clone());
         if let Some(agent_child) = &child.agent_child {
             self.by_agent_child
                 .insert(agent_child.clone(), child.id.clone());
@@ -248,7 +250,7 @@ impl Registry {
 
     pub fn by_spawn(&self, session: &str, spawn_id: &str) -> Option<&str> {
         self.by_spawn
-            .get(&(session.to_owned(), spawn_id.to_owned()))
+            .get(&PairRef(session, spawn_id))
             .map(String::as_str)
     }
 
@@ -261,22 +263,20 @@ impl Registry {
     pub fn alias_spawn(&mut self, session: &str, tool_call_id: &str, child: &str) {
         self.tool_ids.insert(tool_call_id.to_owned());
         self.by_spawn
-            .entry((session.to_owned(), tool_call_id.to_owned()))
+            .entry(Pair::new(session, tool_call_id))
             .or_insert_with(|| child.to_owned());
     }
 
     pub fn tool_owner(&self, session: &str, tool_call_id: &str) -> Option<&str> {
         self.tool_owner
-            .get(&(session.to_owned(), tool_call_id.to_owned()))
+            .get(&PairRef(session, tool_call_id))
             .map(String::as_str)
     }
 
     pub fn set_tool_owner(&mut self, session: &str, tool_call_id: &str, child: &str) {
         self.tool_ids.insert(tool_call_id.to_owned());
-        self.tool_owner.insert(
-            (session.to_owned(), tool_call_id.to_owned()),
-            child.to_owned(),
-        );
+        self.tool_owner
+            .insert(Pair::new(session, tool_call_id), child.to_owned());
     }
 
     /// Whether the client-facing id names an agent session (not one of ours).
@@ -310,14 +310,14 @@ impl Registry {
     pub fn remove(&mut self, id: &str) -> Option<Child> {
         let child = self.children.remove(id)?;
         let mut gone: Vec<String> = Vec::new();
-        self.by_spawn.retain(|(_, tool), v| {
+        self.by_spawn.retain(|Pair(_, tool), v| {
             let keep = v != id;
             if !keep {
                 gone.push(tool.clone());
             }
             keep
         });
-        self.tool_owner.retain(|(_, tool), v| {
+        self.tool_owner.retain(|Pair(_, tool), v| {
             let keep = v != id;
             if !keep {
                 gone.push(tool.clone());

@@ -112,18 +112,32 @@ pub fn agent_text(text: &str) -> Value {
 
 /// `session/update` notification line for a session.
 pub fn notification(session_id: &str, update: &Value) -> bytes::Bytes {
-    let msg = json!({"jsonrpc": "2.0", "method": "session/update",
-        "params": {"sessionId": session_id, "update": update}});
-    let mut line = msg.to_string();
-    line.push('\n');
-    line.into()
+    // Written straight into the line: building the envelope as a `Value` would copy the
+    // whole update first.
+    envelope(session_id, 256, |line| {
+        // Writing a `Value` into a Vec cannot fail.
+        let _ = serde_json::to_writer(line, update);
+    })
 }
 
 /// `session/update` line from an update already serialised (replays from memory or store).
 pub fn notification_raw(session_id: &str, update_json: &str) -> bytes::Bytes {
-    let sid = serde_json::to_string(session_id).unwrap_or_else(|_| "\"\"".into());
-    format!("{{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{{\"sessionId\":{sid},\"update\":{update_json}}}}}\n")
-        .into()
+    envelope(session_id, update_json.len(), |line| {
+        line.extend_from_slice(update_json.as_bytes())
+    })
+}
+
+/// `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":…,"update":…}}\n` with
+/// the update written by `update`.
+fn envelope(session_id: &str, size_hint: usize, update: impl FnOnce(&mut Vec<u8>)) -> bytes::Bytes {
+    let mut line = Vec::with_capacity(size_hint + session_id.len() + 96);
+    line.extend_from_slice(br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"#);
+    // A string serialises infallibly.
+    let _ = serde_json::to_writer(&mut line, session_id);
+    line.extend_from_slice(br#","update":"#);
+    update(&mut line);
+    line.extend_from_slice(b"}}\n");
+    line.into()
 }
 
 #[cfg(test)]

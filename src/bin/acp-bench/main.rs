@@ -6,6 +6,7 @@
 
 mod agent;
 mod client;
+mod engine_only;
 mod gen;
 mod mapped;
 mod wire;
@@ -45,6 +46,22 @@ enum Cmd {
         seed: u64,
         #[arg(long, default_value = "64M")]
         bytes: String,
+        #[arg(long, default_value = "target/acp-bench")]
+        dir: PathBuf,
+    },
+    /// Run the engine alone over a stream (no processes, pipes or store), for profiling.
+    Engine {
+        #[arg(long, default_value = "subagents")]
+        profile: String,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value = "128M")]
+        bytes: String,
+        /// zed or off
+        #[arg(long, default_value = "zed")]
+        display: String,
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
         #[arg(long, default_value = "target/acp-bench")]
         dir: PathBuf,
     },
@@ -110,6 +127,18 @@ fn main() -> ExitCode {
             let s = gen::ensure(&dir, Profile::parse(&profile)?, seed, parse_size(&bytes)?)?;
             println!("{}\n{:#?}", s.path.display(), s.summary);
             Ok(())
+        })(),
+        Cmd::Engine {
+            profile,
+            seed,
+            bytes,
+            display,
+            reps,
+            dir,
+        } => (|| {
+            let dir = dir.join("traffic");
+            let profile = Profile::parse(&profile)?;
+            engine_only::run(&dir, profile, seed, parse_size(&bytes)?, &display, reps)
         })(),
     };
     match result {
