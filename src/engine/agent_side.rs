@@ -952,43 +952,77 @@ impl Engine {
         may_hold: bool,
         out: &mut Vec<Action>,
     ) {
-        let Ok(mut msg) =
-            serde_json::from_slice::<Value>(crate::transport::framing::line_body(&frame))
+        // Borrowed: a permission request carries a whole tool call (often kilobytes); a tree
+        // is built only when the request must be rewritten or a parent key must be read.
+        #[derive(Deserialize)]
+        struct Request<'a> {
+            #[serde(borrow, default)]
+            method: Option<Cow<'a, str>>,
+            #[serde(borrow, default)]
+            params: Option<Params<'a>>,
+        }
+        #[derive(Deserialize)]
+        struct Params<'a> {
+            #[serde(borrow, rename = "sessionId", default)]
+            session_id: Option<Cow<'a, str>>,
+            #[serde(borrow, rename = "toolCall", default)]
+            tool_call: Option<&'a RawValue>,
+        }
+        #[derive(Deserialize)]
+        struct ToolCallHead<'a> {
+            #[serde(borrow, rename = "toolCallId", default)]
+            tool_call_id: Option<Cow<'a, str>>,
+        }
+        let body = frame.clone();
+        let Ok(req) =
+            serde_json::from_slice::<Request<'_>>(crate::transport::framing::line_body(&body))
         else {
             out.push(Action::ToClient(frame));
             return;
         };
-        let method = str_field(&msg, "method").unwrap_or("").to_owned();
-        let Some(sid) = msg
-            .pointer("/params/sessionId")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-        else {
+        let method = req.method.as_deref().unwrap_or("").to_owned();
+        let Some(params) = req.params else {
             out.push(Action::ToClient(frame));
             return;
         };
-        let tool_call = msg.pointer("/params/toolCall");
-        let tool = tool_call
-            .and_then(|t| str_field(t, "toolCallId"))
-            .map(str::to_owned);
+        let Some(sid) = params.session_id.map(Cow::into_owned) else {
+            out.push(Action::ToClient(frame));
+            return;
+        };
+        let tool_raw = params.tool_call.map(RawValue::get);
+        let tool = tool_raw
+            .and_then(|t| serde_json::from_str::<ToolCallHead<'_>>(t).ok())
+            .and_then(|h| h.tool_call_id)
+            .map(Cow::into_owned);
         let owner = self
             .reg
             .by_agent_child(&sid)
             .or_else(|| tool.as_deref().and_then(|t| self.reg.tool_owner(&sid, t)))
+            .map(str::to_owned)
             .or_else(|| {
-                tool_call
-                    .and_then(|t| self.detector.parent_ref(t))
-                    .and_then(|r| self.reg.by_spawn(&sid, r))
-            })
-            .map(str::to_owned);
+                let raw = tool_raw
+                    .filter(|t| self.detector.scan(t.as_bytes()).has(scan::kind::PARENT))?;
+                let tool_call = serde_json::from_str::<Value>(raw).ok()?;
+                let parent = self.detector.parent_ref(&tool_call)?;
+                self.reg.by_spawn(&sid, parent).map(str::to_owned)
+            });
         match owner {
             Some(cid) => {
                 let target = self.visible_session(&cid);
-                if target == sid {
-                    out.push(Action::ToClient(frame));
-                } else {
-                    msg["params"]["sessionId"] = json!(target);
-                    out.push(Action::ToClient(frames::line(&msg)));
+                let rewritten = (target != sid)
+                    .then(|| {
+                        serde_json::from_slice::<Value>(crate::transport::framing::line_body(
+                            &frame,
+                        ))
+                        .ok()
+                    })
+                    .flatten();
+                match rewritten {
+                    Some(mut msg) => {
+                        msg["params"]["sessionId"] = json!(target);
+                        out.push(Action::ToClient(frames::line(&msg)));
+                    }
+                    None => out.push(Action::ToClient(frame)),
                 }
             }
             None => {

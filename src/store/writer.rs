@@ -25,11 +25,6 @@ use super::{
 const RETENTION_INTERVAL: Duration = Duration::from_secs(3600);
 /// Most writes in one transaction, to keep transactions short.
 const MAX_BATCH: usize = 1000;
-/// How long a batch stays open for more writes after its first one. Each commit rewrites
-/// every page it touched into the WAL (the tables' last, partly filled pages each time), so
-/// many small commits write the same pages over and over; gathering a few milliseconds of
-/// writes into one commit cuts that, at the cost of committing a write up to this much later.
-const COMMIT_WINDOW: Duration = Duration::from_millis(10);
 /// Attempts at a batch that keeps meeting another process's lock (each waits the busy
 /// timeout) before the file is given up.
 const BUSY_ATTEMPTS: u32 = 3;
@@ -106,7 +101,6 @@ impl Writer {
                     Err(_) => break,
                 }
             };
-            let opened = Instant::now();
             let mut next = Some(first);
             while let Some(msg) = next.take() {
                 match msg {
@@ -134,10 +128,6 @@ impl Writer {
                 }
                 if ops.len() < MAX_BATCH {
                     next = self.rx.try_recv().ok();
-                    if next.is_none() && !ops.is_empty() {
-                        let left = COMMIT_WINDOW.saturating_sub(opened.elapsed());
-                        next = self.rx.recv_timeout(left).ok();
-                    }
                 }
             }
             self.commit(&mut ops);
