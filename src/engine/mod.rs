@@ -415,6 +415,15 @@ impl Engine {
                     None => out.push(Action::ToClient(frame)),
                 }
             }
+            // With no subagent known and no parent key in the frame, a request cannot belong
+            // to a child nor wait for one: it passes without being read further.
+            Kind::Request
+                if self.models_subagents()
+                    && self.reg.is_empty()
+                    && !found.has(scan::kind::PARENT) =>
+            {
+                out.push(Action::ToClient(frame));
+            }
             Kind::Request if self.models_subagents() => {
                 self.route_agent_request(frame, now, true, out);
             }

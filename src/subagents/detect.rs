@@ -11,6 +11,8 @@ pub struct Detector {
     presets: Vec<Preset>,
     /// Keys whose presence in a frame means it may name a parent tool call.
     markers: Vec<String>,
+    /// A searcher per marker, built once.
+    marker_finders: Vec<memchr::memmem::Finder<'static>>,
     /// The engine's fixed keys, the parent keys and the strings without which a tool call
     /// cannot be a spawn of any preset, searched in one pass.
     signals: Signals,
@@ -48,6 +50,10 @@ impl Detector {
             parents_under_meta,
             presets,
             signals: Signals::new(&markers, &spawn_markers),
+            marker_finders: markers
+                .iter()
+                .map(|m| memchr::memmem::Finder::new(m.as_bytes()).into_owned())
+                .collect(),
             markers,
         }
     }
@@ -76,9 +82,10 @@ impl Detector {
     pub fn parent_ref_raw(&self, raw: &str, meta: Option<&str>) -> Option<String> {
         let raw = if self.parents_under_meta { meta? } else { raw };
         let mut found: Option<&str> = None;
-        for key in &self.markers {
-            for (pos, _) in raw.match_indices(key.as_str()) {
-                let value = string_after_key(&raw[pos + key.len()..])?;
+        for (key, finder) in self.markers.iter().zip(&self.marker_finders) {
+            for pos in finder.find_iter(raw.as_bytes()) {
+                // The key is ASCII: the byte after it starts a character.
+                let value = string_after_key(raw.get(pos + key.len()..)?)?;
                 match found {
                     Some(f) if f != value => return None,
                     _ => found = Some(value),
