@@ -30,6 +30,8 @@ pub enum Relay {
     /// Another acp-proxy binary (`--baseline-proxy`) with `display = "off"`: before/after
     /// comparisons in one run.
     BaseOff,
+    /// The `--baseline-proxy` binary with `display = "zed"`.
+    BaseZed,
 }
 
 impl Relay {
@@ -40,7 +42,13 @@ impl Relay {
             Relay::Off => "proxy off",
             Relay::Zed => "proxy zed",
             Relay::BaseOff => "baseline off",
+            Relay::BaseZed => "baseline zed",
         }
+    }
+
+    /// Whether this relay rewrites subagent traffic (`display = "zed"`).
+    pub fn is_zed(self) -> bool {
+        matches!(self, Relay::Zed | Relay::BaseZed)
     }
 
     pub fn parse(s: &str) -> anyhow::Result<Relay> {
@@ -49,8 +57,9 @@ impl Relay {
             "cat" => Relay::Cat,
             "off" => Relay::Off,
             "zed" => Relay::Zed,
-            "baseline" => Relay::BaseOff,
-            _ => bail!("unknown relay `{s}` (direct, cat, off, zed, baseline)"),
+            "baseline" | "baseline-off" => Relay::BaseOff,
+            "baseline-zed" => Relay::BaseZed,
+            _ => bail!("unknown relay `{s}` (direct, cat, off, zed, baseline-off, baseline-zed)"),
         })
     }
 }
@@ -156,19 +165,20 @@ fn spawn(env: &Env, relay: Relay, agent_args: &[String]) -> anyhow::Result<Topol
                 stderr_file: None,
             })
         }
-        Relay::Off | Relay::Zed | Relay::BaseOff => {
-            let display = if relay == Relay::Zed { "zed" } else { "off" };
+        Relay::Off | Relay::Zed | Relay::BaseOff | Relay::BaseZed => {
+            let display = if relay.is_zed() { "zed" } else { "off" };
             let exe = match relay {
-                Relay::BaseOff => env
+                Relay::BaseOff | Relay::BaseZed => env
                     .baseline_exe
                     .as_ref()
                     .context("the baseline relay needs --baseline-proxy")?,
                 _ => &env.proxy_exe,
             };
-            let cfg = env.workdir.join(format!("proxy-{display}.toml"));
+            let slug = relay.name().replace(' ', "-");
+            let cfg = env.workdir.join(format!("{slug}.toml"));
             // Each run writes child transcripts to a fresh store of its own: never the
             // user's, and never one grown by earlier runs.
-            let store = env.workdir.join(format!("store-{display}.sqlite3"));
+            let store = env.workdir.join(format!("{slug}.sqlite3"));
             for suffix in ["", "-wal", "-shm"] {
                 let mut p = store.clone().into_os_string();
                 p.push(suffix);
@@ -190,7 +200,7 @@ fn spawn(env: &Env, relay: Relay, agent_args: &[String]) -> anyhow::Result<Topol
                     "display = \"{display}\"\nlog_level = \"warn\"\n\n[store]\npath = {store_path}\n"
                 ),
             )?;
-            let err_path = env.workdir.join(format!("proxy-{display}.stderr"));
+            let err_path = env.workdir.join(format!("{slug}.stderr"));
             let err = File::create(&err_path)?;
             let mut proxy = Command::new(exe)
                 .process_group(0)
@@ -460,7 +470,7 @@ fn receive_stream<R: Read>(
     }
     // Only a rewriting relay may change or divert subagent frames; everything else must
     // arrive verbatim and in order.
-    let may_change = relay == Relay::Zed;
+    let may_change = relay.is_zed();
     let mut out = Outcome::default();
     let mut scratch = Vec::with_capacity(512);
     let (mut pos, mut idx) = (0usize, 0usize);

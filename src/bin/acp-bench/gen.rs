@@ -131,17 +131,24 @@ pub fn ensure(dir: &Path, profile: Profile, seed: u64, bytes: u64) -> anyhow::Re
         _ => bytes.to_string(),
     };
     // The version in the name changes whenever the generator's output changes.
-    let path = dir.join(format!("v1-{}-s{seed}-{size}.jsonl", profile.name()));
+    let path = dir.join(format!("v2-{}-s{seed}-{size}.jsonl", profile.name()));
+    // The summary is written last: a stream is reused only when its summary exists and both
+    // files have the lengths it records (a run killed midway, or another process generating
+    // the same stream, never leaves a stream and class file that do not belong together).
     if let Ok(summary) = read_summary(&path) {
-        let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-        if len == summary.bytes {
+        let len = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        if len(&path) == summary.bytes && len(&class_path(&path)) == summary.frames {
             return Ok(Stream { path, summary });
         }
     }
-    let tmp = path.with_extension("partial");
+    let _ = std::fs::remove_file(meta_path(&path));
+    let unique = format!("partial-{}", std::process::id());
+    let tmp = path.with_extension(format!("jsonl.{unique}"));
+    let class_tmp = path.with_extension(format!("class.{unique}"));
     let summary = {
         let out = File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-        let class = File::create(class_path(&path))?;
+        let class = File::create(&class_tmp)
+            .with_context(|| format!("creating {}", class_tmp.display()))?;
         let mut g = Generator::new(
             seed,
             BufWriter::with_capacity(1 << 20, out),
@@ -150,8 +157,11 @@ pub fn ensure(dir: &Path, profile: Profile, seed: u64, bytes: u64) -> anyhow::Re
         g.run(profile, bytes)?;
         g.finish()?
     };
-    std::fs::write(meta_path(&path), summary.to_text())?;
+    std::fs::rename(&class_tmp, class_path(&path))?;
     std::fs::rename(&tmp, &path)?;
+    let meta_tmp = path.with_extension(format!("meta.{unique}"));
+    std::fs::write(&meta_tmp, summary.to_text())?;
+    std::fs::rename(&meta_tmp, meta_path(&path))?;
     Ok(Stream { path, summary })
 }
 

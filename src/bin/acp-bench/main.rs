@@ -88,7 +88,8 @@ struct RunArgs {
     /// Seed of the generated traffic.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Relays to run, comma-separated: direct,cat,off,zed (and baseline, see --baseline-proxy).
+    /// Relays to run, comma-separated: direct,cat,off,zed (and baseline-off, baseline-zed: see
+    /// --baseline-proxy).
     #[arg(long, default_value = "direct,cat,off,zed")]
     relays: String,
     /// Traffic profiles for the stream runs, comma-separated: mix,subagents.
@@ -103,8 +104,8 @@ struct RunArgs {
     /// The acp-proxy binary (default: next to this binary).
     #[arg(long)]
     proxy: Option<PathBuf>,
-    /// A second acp-proxy binary, run as relay `baseline` (display off): before/after numbers
-    /// from the same run.
+    /// A second acp-proxy binary, run as relays `baseline-off` / `baseline-zed`: before/after
+    /// numbers from the same run.
     #[arg(long)]
     baseline_proxy: Option<PathBuf>,
     /// Where `display = "zed"` keeps child transcripts: `file` (a fresh SQLite file per run,
@@ -370,7 +371,7 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
                 .map(|k| k as f64 / 1024.0)
                 .collect();
             let need = match (relay, profiles[t]) {
-                (Relay::Off | Relay::BaseOff, _) => Some(0.8),
+                (Relay::Off, _) => Some(0.8),
                 (Relay::Zed, Profile::Mix) => Some(0.6),
                 (Relay::Zed, _) => Some(0.35),
                 _ => None,
@@ -426,7 +427,7 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
                 };
                 let (a50, a99) = (add(0.5), add(0.99));
                 let ok = matches!((stats(&a50), stats(&a99)), (Some(x), Some(y)) if x.med <= 40.0 && y.med <= 80.0);
-                let v = if matches!(relay, Relay::Off | Relay::Zed | Relay::BaseOff) {
+                let v = if matches!(relay, Relay::Off | Relay::Zed) {
                     format!("≤ 40 / 80 {}", if ok { "ok" } else { "MISSED" })
                 } else {
                     String::new()
