@@ -209,3 +209,75 @@ fn thousands_of_finished_subagents_leave_the_engine_bounded() {
         assert!(*size <= 64, "{name} reached {size} entries: {peak:?}");
     }
 }
+
+/// The soak's traffic at engine level (`tests/soak.rs`): per turn a prompt, a tool call with a
+/// permission request the client answers, two legacy subagents and a standard one with a
+/// `session_message`; every tenth turn a child thread opened, closed and sessions listed; a new
+/// parent session every 200 turns. Whatever the engine keeps must stay bounded.
+#[test]
+fn a_long_session_like_the_soak_leaves_the_engine_bounded() {
+    let mut h = harness(Limits {
+        max_finished_in_memory: 8,
+        ..Limits::default()
+    });
+    let mut session = S.to_owned();
+    let mut children: Vec<String> = Vec::new();
+    let mut peak: std::collections::BTreeMap<&'static str, usize> = Default::default();
+    for n in 0..2_000u64 {
+        if n % 200 == 199 {
+            let id = h.request("session/new", json!({"cwd": "/p", "mcpServers": []}));
+            session = format!("soak-{n}");
+            h.agent(json!({"jsonrpc": "2.0", "id": id, "result": {"sessionId": session}}));
+        }
+        let s = session.clone();
+        let prompt = h.request(
+            "session/prompt",
+            json!({"sessionId": s, "prompt": [{"type": "text", "text": "go"}]}),
+        );
+        let tool = format!("read-{n}");
+        h.update(&s, json!({"sessionUpdate": "tool_call", "toolCallId": tool, "title": "Read", "kind": "read"}));
+        h.agent(json!({"jsonrpc": "2.0", "id": format!("perm-{n}"), "method": "session/request_permission",
+            "params": {"sessionId": s, "toolCall": {"toolCallId": tool}, "options": []}}));
+        for j in 0..2 {
+            let sp = format!("toolu-{n}-{j}");
+            let meta = json!({"claudeCode": {"toolName": "Agent"}});
+            let tagged = json!({"claudeCode": {"toolName": "Glob", "parentToolUseId": sp}});
+            h.update(&s, json!({"sessionUpdate": "tool_call", "toolCallId": sp, "title": "Task", "kind": "think", "rawInput": {}, "_meta": meta}));
+            h.update(&s, json!({"sessionUpdate": "tool_call", "toolCallId": format!("glob-{n}-{j}"), "title": "Find", "_meta": tagged}));
+            h.update(&s, json!({"sessionUpdate": "tool_call_update", "toolCallId": format!("glob-{n}-{j}"), "_meta": {"claudeCode": {"toolName": "Glob", "toolResponse": {}}}}));
+            h.update(&s, json!({"sessionUpdate": "tool_call_update", "toolCallId": sp, "status": "completed", "_meta": meta}));
+            children.push(acp_proxy::subagents::ids::child_session_id(&s, &sp));
+        }
+        let kid = format!("kid-{n}");
+        h.update(&s, json!({"sessionUpdate": "subagent_update", "sessionId": kid, "title": "Kid", "state": {"state": "running"}}));
+        let msg = json!({"sessionUpdate": "session_message", "messageId": format!("m{n}"), "senderSessionId": s,
+            "recipientSessionId": kid, "content": [{"type": "text", "text": "go"}]});
+        h.update(&s, msg.clone());
+        h.update(&kid, msg);
+        h.update(&kid, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "done"}}));
+        h.update(&s, json!({"sessionUpdate": "subagent_update", "sessionId": kid, "state": {"state": "idle", "stopReason": "end_turn"}}));
+        h.client(json!({"jsonrpc": "2.0", "id": format!("perm-{n}"), "result": {"outcome": {"outcome": "cancelled"}}}));
+        if n % 10 == 0 {
+            let child = children[(n as usize / 10) % children.len()].clone();
+            h.load_child(&child);
+            h.request("session/close", json!({"sessionId": child}));
+            let list = h.request("session/list", json!({}));
+            h.agent(json!({"jsonrpc": "2.0", "id": list, "result": {"sessions": [{"sessionId": s, "cwd": "/p"}]}}));
+        }
+        h.agent(json!({"jsonrpc": "2.0", "id": prompt, "result": {"stopReason": "end_turn"}}));
+        h.advance(10);
+        if n >= 400 {
+            for (name, size) in h.engine.footprint() {
+                let p = peak.entry(name).or_default();
+                *p = (*p).max(size);
+            }
+        }
+        h.to_client.clear();
+        h.to_agent.clear();
+    }
+    for (name, size) in &peak {
+        // The recent parent tool calls are a ring of 4096 by design; the rest follow the limits.
+        let bound = if *name == "parent_tools" { 4096 } else { 64 };
+        assert!(*size <= bound, "{name} reached {size} entries: {peak:?}");
+    }
+}

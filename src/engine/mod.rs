@@ -210,6 +210,9 @@ pub struct Engine {
     parent_tools: RecentSet,
 }
 
+/// Child ids remembered as already looked up in the store, at most.
+const STORE_TRIED_MAX: usize = 4096;
+
 /// A bounded set that forgets its oldest members.
 #[derive(Debug, Default)]
 struct RecentSet {
@@ -552,16 +555,26 @@ impl Engine {
         now: Millis,
         out: &mut Vec<Action>,
     ) {
-        if let Some(stored) = child {
-            self.store_tried.insert(stored.child_id.clone());
-            client_side::restore_child(&mut self.reg, stored);
+        if self.store_tried.len() >= STORE_TRIED_MAX {
+            // Only a cache of answers: forgetting it means asking the store again.
+            self.store_tried.clear();
         }
+        let restored = child.map(|stored| {
+            let id = stored.child_id.clone();
+            self.store_tried.insert(id.clone());
+            client_side::restore_child(&mut self.reg, stored);
+            id
+        });
         if let Parsed::Message(env) = envelope::parse(&request) {
             if let Some(sid) = session_of(env.params) {
                 self.store_tried.insert(sid);
             }
         }
         self.from_client(request, now, out);
+        if let Some(id) = restored {
+            // Served: a finished child leaves memory again in its turn, like any other.
+            self.retire_once(&id);
+        }
     }
 
     fn note(&mut self, out: &mut Vec<Action>, level: NoteLevel, message: String) {
@@ -748,6 +761,8 @@ impl Engine {
         }
         for id in done {
             self.replay_cards.remove(&id);
+            // Children restored for the replay leave memory again in their turn.
+            self.retire_once(&id);
         }
     }
 }
