@@ -6,7 +6,7 @@
 #   scripts/soak.sh [SECONDS]      default 600; `scripts/soak.sh 60` for CI
 #
 # Environment: SOAK_PROFILE=debug runs the debug build instead (no release build needed, e.g.
-# in CI right after `cargo test`); SOAK_SUBAGENTS=unbounded to spawn subagents in every turn for the whole run
+# in CI right after `cargo test`); SOAK_SUBAGENTS=warmup to spawn subagents only during the warm-up (default: in every turn)
 # (by default only during the warm-up; see docs/reliability.md), and the SOAK_* settings at the top
 # of tests/soak.rs.
 set -euo pipefail
