@@ -508,6 +508,7 @@ impl Engine {
         if !replay_skip {
             self.record_text_in(cid, &kind, tool.as_deref(), text, value.as_ref(), out);
         }
+        let nested = self.reg.is_child(&parent);
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
@@ -532,7 +533,15 @@ impl Engine {
             child.activity = title;
             child.progress_shown = true;
             let title = zed::progress_title(child);
-            card = Some(zed::card_update(child, None, Some(&title)));
+            if !nested {
+                // The common case, once per step of every child: the card's new title goes
+                // straight to the client, written without building a tree first.
+                out.push(Action::ToClient(zed::progress_notification(
+                    &parent, child, &title,
+                )));
+            } else {
+                card = Some(zed::card_update(child, None, Some(&title)));
+            }
         }
         if let Some(card) = card {
             if child.card_final {

@@ -78,6 +78,29 @@ pub fn card_update(child: &Child, status: Option<&str>, title: Option<&str>) -> 
     upd
 }
 
+/// `session/update` on `session` giving the child's card a new title: the same line as
+/// `notification(session, &card_update(child, None, Some(title)))`, written directly (it is
+/// sent at every step of every child).
+pub fn progress_notification(session: &str, child: &Child, title: &str) -> bytes::Bytes {
+    let turn = child.current_turn();
+    envelope(session, 192 + title.len() + child.id.len(), |line| {
+        // Strings and integers serialise into a Vec infallibly.
+        line.extend_from_slice(br#"{"sessionUpdate":"tool_call_update","toolCallId":"#);
+        let _ = serde_json::to_writer(&mut *line, &child.spawn_id);
+        line.extend_from_slice(br#","title":"#);
+        let _ = serde_json::to_writer(&mut *line, title);
+        line.extend_from_slice(br#","_meta":{"subagent_session_info":{"session_id":"#);
+        let _ = serde_json::to_writer(&mut *line, &child.id);
+        line.extend_from_slice(br#","message_start_index":"#);
+        let _ = serde_json::to_writer(&mut *line, &turn.start);
+        if let Some(end) = turn.end {
+            line.extend_from_slice(br#","message_end_index":"#);
+            let _ = serde_json::to_writer(&mut *line, &end);
+        }
+        line.extend_from_slice(b"}}}");
+    })
+}
+
 /// The live-progress title: `Task · latest activity · N steps`, bounded.
 pub fn progress_title(child: &Child) -> String {
     let mut title = child.title.clone();
@@ -155,6 +178,27 @@ mod tests {
         );
         c.title = "Survey text files".into();
         c
+    }
+
+    #[test]
+    fn progress_notification_is_the_card_update_line() {
+        let mut c = child();
+        c.spawn_id = "toolu_\"q\"".into();
+        let title = "Survey · Read \"a.txt\" é · 2 steps";
+        let direct = progress_notification("sess-1", &c, title);
+        assert_eq!(
+            direct,
+            notification("sess-1", &card_update(&c, None, Some(title)))
+        );
+        c.entries.push("user_message_chunk", None);
+        c.entries.push("tool_call", Some("a"));
+        c.end_turn();
+        let direct = progress_notification("sess-1", &c, title);
+        assert_eq!(
+            direct,
+            notification("sess-1", &card_update(&c, None, Some(title)))
+        );
+        assert!(String::from_utf8_lossy(&direct).contains("message_end_index"));
     }
 
     #[test]
