@@ -891,18 +891,14 @@ impl Engine {
         cur
     }
 
-    /// [`Self::retire`] for a child that may already wait in the finished queue (one restored
-    /// from the store, or finished earlier on this connection).
-    pub(super) fn retire_once(&mut self, cid: &str) {
-        if !self.finished.iter().any(|f| f == cid) {
-            self.retire(cid);
-        }
-    }
-
     /// A child finished: keep only the most recent finished children in memory. The others
-    /// are in the store, which serves their loads and restores them for parent replays.
-    fn retire(&mut self, cid: &str) {
-        if !self.reg.get(cid).is_some_and(|c| c.state.is_final()) {
+    /// are in the store, which serves their loads and restores them for parent replays. A
+    /// child already waiting in the queue (one restored from the store, or finished earlier
+    /// on this connection) keeps its place.
+    pub(super) fn retire(&mut self, cid: &str) {
+        if !self.reg.get(cid).is_some_and(|c| c.state.is_final())
+            || self.finished.iter().any(|f| f == cid)
+        {
             return;
         }
         self.finished.push_back(cid.to_owned());

@@ -573,7 +573,7 @@ impl Engine {
         self.from_client(request, now, out);
         if let Some(id) = restored {
             // Served: a finished child leaves memory again in its turn, like any other.
-            self.retire_once(&id);
+            self.retire(&id);
         }
     }
 
@@ -762,7 +762,7 @@ impl Engine {
         for id in done {
             self.replay_cards.remove(&id);
             // Children restored for the replay leave memory again in their turn.
-            self.retire_once(&id);
+            self.retire(&id);
         }
     }
 }
