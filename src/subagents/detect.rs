@@ -9,10 +9,9 @@ use crate::engine::scan::{Found, Signals};
 #[derive(Debug, Clone)]
 pub struct Detector {
     presets: Vec<Preset>,
-    /// Keys whose presence in a frame means it may name a parent tool call.
-    markers: Vec<String>,
-    /// A searcher per marker, built once.
-    marker_finders: Vec<memchr::memmem::Finder<'static>>,
+    /// Searchers (built once) for the keys whose presence in a frame means it may name a
+    /// parent tool call (`"parentToolUseId"`, ...).
+    markers: Vec<memchr::memmem::Finder<'static>>,
     /// The engine's fixed keys, the parent keys and the strings without which a tool call
     /// cannot be a spawn of any preset, searched in one pass.
     signals: Signals,
@@ -50,11 +49,10 @@ impl Detector {
             parents_under_meta,
             presets,
             signals: Signals::new(&markers, &spawn_markers),
-            marker_finders: markers
+            markers: markers
                 .iter()
                 .map(|m| memchr::memmem::Finder::new(m.as_bytes()).into_owned())
                 .collect(),
-            markers,
         }
     }
 
@@ -82,10 +80,11 @@ impl Detector {
     pub fn parent_ref_raw(&self, raw: &str, meta: Option<&str>) -> Option<String> {
         let raw = if self.parents_under_meta { meta? } else { raw };
         let mut found: Option<&str> = None;
-        for (key, finder) in self.markers.iter().zip(&self.marker_finders) {
+        for finder in &self.markers {
+            let key_len = finder.needle().len();
             for pos in finder.find_iter(raw.as_bytes()) {
                 // The key is ASCII: the byte after it starts a character.
-                let value = string_after_key(raw.get(pos + key.len()..)?)?;
+                let value = string_after_key(raw.get(pos + key_len..)?)?;
                 match found {
                     Some(f) if f != value => return None,
                     _ => found = Some(value),
