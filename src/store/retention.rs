@@ -20,6 +20,11 @@ pub(super) const SIZE_PRUNE_MIN_IDLE_SECS: i64 = 3600;
 /// Rough per-child cost beyond its update texts (rows, index entries), used only to pick how
 /// many children to drop per round; the loop measures again after each round.
 const CHILD_OVERHEAD: u64 = 256;
+/// The oldest children last written before `?1`, at most `?2`, with their update bytes: the
+/// order both prunings take them in.
+const OLDEST_UPDATED_BEFORE: &str =
+    "SELECT child_id, update_bytes FROM children WHERE updated_at < ?1
+     ORDER BY updated_at, created_at, rowid LIMIT ?2";
 
 #[derive(Debug, Clone, Copy)]
 pub(super) struct PageUsage {
@@ -64,12 +69,7 @@ pub(super) fn prune(
     if !max_age.is_zero() {
         let cutoff = now.saturating_sub(i64::try_from(max_age.as_secs()).unwrap_or(i64::MAX));
         loop {
-            let ids = select_ids(
-                conn,
-                "SELECT child_id, update_bytes FROM children WHERE updated_at < ?1
-                 ORDER BY updated_at, created_at, rowid LIMIT ?2",
-                params![cutoff, CHUNK as i64],
-            )?;
+            let ids = select_ids(conn, OLDEST_UPDATED_BEFORE, params![cutoff, CHUNK as i64])?;
             if ids.is_empty() {
                 break;
             }
@@ -87,8 +87,7 @@ pub(super) fn prune(
             }
             let candidates = select_ids(
                 conn,
-                "SELECT child_id, update_bytes FROM children WHERE updated_at < ?1
-                 ORDER BY updated_at, created_at, rowid LIMIT ?2",
+                OLDEST_UPDATED_BEFORE,
                 params![idle_cutoff, CHUNK as i64],
             )?;
             if candidates.is_empty() {

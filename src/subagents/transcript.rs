@@ -156,13 +156,7 @@ pub fn content(child: &Child) -> Value {
 
 /// A card update for the transcript flavour: status/title if given, the log as content.
 pub fn card_update(child: &Child, status: Option<&str>, title: Option<&str>) -> Value {
-    let mut upd = json!({"sessionUpdate": "tool_call_update", "toolCallId": child.spawn_id});
-    if let Some(s) = status {
-        upd["status"] = json!(s);
-    }
-    if let Some(t) = title {
-        upd["title"] = json!(t);
-    }
+    let mut upd = super::zed::card_base(child, status, title);
     if !child.log.is_empty() {
         upd["content"] = content(child);
     }

@@ -65,8 +65,9 @@ pub fn synthesized_card(child: &Child) -> Value {
     card
 }
 
-/// A card update: status (if given), title (if given) and the current index range.
-pub fn card_update(child: &Child, status: Option<&str>, title: Option<&str>) -> Value {
+/// A `tool_call_update` of the child's card with a status and a title, each if given: what
+/// both card flavours start from.
+pub fn card_base(child: &Child, status: Option<&str>, title: Option<&str>) -> Value {
     let mut upd = json!({"sessionUpdate": "tool_call_update", "toolCallId": child.spawn_id});
     if let Some(s) = status {
         upd["status"] = json!(s);
@@ -74,6 +75,12 @@ pub fn card_update(child: &Child, status: Option<&str>, title: Option<&str>) -> 
     if let Some(t) = title {
         upd["title"] = json!(t);
     }
+    upd
+}
+
+/// A card update: status (if given), title (if given) and the current index range.
+pub fn card_update(child: &Child, status: Option<&str>, title: Option<&str>) -> Value {
+    let mut upd = card_base(child, status, title);
     inject_meta(&mut upd, child, false);
     upd
 }
