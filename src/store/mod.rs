@@ -11,6 +11,7 @@
 //! ([`Store::open_or_memory`]), and a write that fails (disk full, file gone read-only) moves
 //! the store to memory, with one warning on stderr. See `docs/store.md`.
 
+mod logs;
 mod retention;
 mod schema;
 mod settings;
@@ -29,6 +30,7 @@ pub use settings::{
     DEFAULT_MAX_BYTES, DEFAULT_QUEUE_OPS,
 };
 
+use logs::LogDir;
 use writer::{Msg, Writer};
 
 /// How long a connection waits for another connection's lock before giving up.
@@ -116,6 +118,8 @@ pub struct StoreStats {
     pub updates: u64,
     /// Total length of the stored update JSON texts.
     pub update_bytes: u64,
+    /// Committed length of the transcript files (included in `used_bytes`).
+    pub transcript_bytes: u64,
     /// Unix seconds of the least recently updated child.
     pub oldest_updated_at: Option<i64>,
     /// Unix seconds of the most recently updated child.
@@ -203,6 +207,12 @@ pub enum StoreError {
         location: String,
         source: rusqlite::Error,
     },
+    #[error("cannot write store {location}: transcript file {path}: {source}")]
+    WriteTranscript {
+        location: String,
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("store {location}: child {child_id} has malformed {what}: {problem}")]
     Malformed {
         location: String,
@@ -235,6 +245,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// State shared by the handle and the writer.
 struct Shared {
     location: StoreLocation,
+    /// The transcript files of a file store (still read after a move to memory).
+    logs: Option<LogDir>,
     /// The connection reads go to. The writer swaps it when it moves to memory.
     reader: Mutex<Option<SharedConn>>,
     /// Why the store stopped writing to its file, once it did.
@@ -342,6 +354,7 @@ impl Store {
             inner: Arc::new(Inner {
                 shared: Arc::new(Shared {
                     location: StoreLocation::Memory,
+                    logs: None,
                     reader: Mutex::new(None),
                     degraded: Mutex::new(Some("unavailable".into())),
                 }),
@@ -360,8 +373,13 @@ impl Store {
         reader_conn: Option<SharedConn>,
         cfg: &StoreConfig,
     ) -> Result<Store, StoreError> {
+        let logs = match &location {
+            StoreLocation::Path(p) => Some(LogDir::of_store(p)),
+            StoreLocation::Memory => None,
+        };
         let shared = Arc::new(Shared {
             location,
+            logs,
             reader: Mutex::new(reader_conn),
             degraded: Mutex::new(None),
         });
@@ -480,12 +498,14 @@ impl Store {
     /// One child with its whole transcript, if stored.
     pub fn child(&self, child_id: &str) -> Result<Option<StoredChild>, StoreError> {
         let location = self.inner.shared.location_text();
-        self.read(|conn| load_child(conn, &location, child_id))
+        let logs = self.inner.shared.logs.as_ref();
+        self.read(|conn| load_child(conn, &location, logs, child_id))
     }
 
     /// Every stored child of a parent session, oldest first, with their transcripts.
     pub fn children_of(&self, parent_session_id: &str) -> Result<Vec<StoredChild>, StoreError> {
         let location = self.inner.shared.location_text();
+        let logs = self.inner.shared.logs.as_ref();
         self.read(|conn| {
             let read_err = |source| StoreError::Read {
                 location: location.clone(),
@@ -505,7 +525,7 @@ impl Store {
             };
             let mut out = Vec::with_capacity(ids.len());
             for id in ids {
-                if let Some(child) = load_child(conn, &location, &id)? {
+                if let Some(child) = load_child(conn, &location, logs, &id)? {
                     out.push(child);
                 }
             }
@@ -530,10 +550,11 @@ impl Store {
                 .pragma_query_value(None, "user_version", |r| r.get(0))
                 .map_err(read_err)?;
             let pages = retention::page_usage(conn).map_err(read_err)?;
-            let (children, updates, update_bytes, oldest, newest) = conn
+            let (children, updates, update_bytes, transcript_bytes, oldest, newest) = conn
                 .query_row(
                     "SELECT count(*), coalesce(sum(update_count), 0),
-                            coalesce(sum(update_bytes), 0), min(updated_at), max(updated_at)
+                            coalesce(sum(update_bytes), 0), coalesce(sum(log_bytes), 0),
+                            min(updated_at), max(updated_at)
                      FROM children",
                     [],
                     |r| {
@@ -541,27 +562,36 @@ impl Store {
                             r.get::<_, i64>(0)?,
                             r.get::<_, i64>(1)?,
                             r.get::<_, i64>(2)?,
-                            r.get::<_, Option<i64>>(3)?,
+                            r.get::<_, i64>(3)?,
                             r.get::<_, Option<i64>>(4)?,
+                            r.get::<_, Option<i64>>(5)?,
                         ))
                     },
                 )
                 .map_err(read_err)?;
+            let transcript_bytes = transcript_bytes.max(0) as u64;
             Ok(StoreStats {
                 location: location.clone(),
                 schema_version,
                 file_bytes,
                 wal_bytes,
-                used_bytes: pages.used_bytes(),
+                used_bytes: pages.used_bytes() + transcript_bytes,
                 free_bytes: pages.free_bytes(),
                 children: children.max(0) as u64,
                 updates: updates.max(0) as u64,
                 update_bytes: update_bytes.max(0) as u64,
+                transcript_bytes,
                 oldest_updated_at: oldest,
                 newest_updated_at: newest,
                 degraded,
             })
         })
+    }
+
+    /// Make the writer's transcript-file writes fail as on a full disk (tests only).
+    #[cfg(test)]
+    fn fail_transcript_writes(&self) -> Result<(), StoreError> {
+        self.ask(Msg::FailLogs)
     }
 
     /// Run one SQL batch on the writer's connection (tests only: e.g. to make the disk
@@ -591,6 +621,9 @@ pub fn render_stats(s: &StoreStats) -> String {
     line("children", s.children.to_string());
     line("updates", s.updates.to_string());
     line("update bytes", human_bytes(s.update_bytes));
+    if s.transcript_bytes > 0 {
+        line("transcript files", human_bytes(s.transcript_bytes));
+    }
     let when = |t: Option<i64>| match t {
         Some(t) => format!("{} ({t})", human_age(now - t)),
         None => "-".to_owned(),
@@ -655,6 +688,7 @@ fn human_age(secs: i64) -> String {
 fn load_child(
     conn: &Connection,
     location: &str,
+    logs: Option<&LogDir>,
     child_id: &str,
 ) -> Result<Option<StoredChild>, StoreError> {
     let read_err = |source| StoreError::Read {
@@ -664,7 +698,7 @@ fn load_child(
     let row = conn
         .prepare_cached(
             "SELECT parent_session_id, spawn_tool_call_id, agent, cwd, title, state,
-                    entry_count, turns, updated_at
+                    entry_count, turns, updated_at, log, log_count, log_bytes
              FROM children WHERE child_id = ?1",
         )
         .and_then(|mut stmt| {
@@ -679,12 +713,17 @@ fn load_child(
                     r.get::<_, i64>(6)?,
                     r.get::<_, String>(7)?,
                     r.get::<_, i64>(8)?,
+                    (
+                        r.get::<_, Option<String>>(9)?,
+                        r.get::<_, i64>(10)?,
+                        r.get::<_, i64>(11)?,
+                    ),
                 ))
             })
             .optional()
         })
         .map_err(read_err)?;
-    let Some((parent, spawn, agent, cwd, title, state, entry_count, turns, updated_at)) = row
+    let Some((parent, spawn, agent, cwd, title, state, entry_count, turns, updated_at, log)) = row
     else {
         return Ok(None);
     };
@@ -697,7 +736,22 @@ fn load_child(
     let turns = decode_turns(&turns).map_err(|p| malformed("turns", p))?;
     let entry_count = u32::try_from(entry_count)
         .map_err(|_| malformed("entry_count", format!("{entry_count} is out of range")))?;
-    let updates = {
+    let mut updates = match log {
+        (Some(name), count, bytes) if count > 0 => {
+            let dir = logs.ok_or_else(|| {
+                malformed(
+                    "transcript file",
+                    format!("{name}: no transcript directory"),
+                )
+            })?;
+            let (count, bytes) = (count.max(0) as u64, bytes.max(0) as u64);
+            dir.read(&name, count, bytes)
+                .map_err(|p| malformed("transcript file", p))?
+        }
+        _ => Vec::new(),
+    };
+    // Rows: a child from before transcript files, or updates after its file's.
+    {
         let mut stmt = conn
             .prepare_cached("SELECT seq, count, body FROM updates WHERE child_id = ?1 ORDER BY seq")
             .map_err(read_err)?;
@@ -710,7 +764,6 @@ fn load_child(
                 ))
             })
             .map_err(read_err)?;
-        let mut updates = Vec::new();
         for row in rows {
             let (seq, count, body) = row.map_err(read_err)?;
             if count == 1 {
@@ -730,8 +783,7 @@ fn load_child(
             }
             updates.extend(parts.into_iter().map(str::to_owned));
         }
-        updates
-    };
+    }
     Ok(Some(StoredChild {
         child_id: child_id.to_owned(),
         parent_session_id: parent,
@@ -778,9 +830,10 @@ fn file_len(path: &Path) -> Option<u64> {
     std::fs::metadata(path).ok().map(|m| m.len())
 }
 
-/// The database file plus its write-ahead log.
+/// The database file, its write-ahead log and its transcript files.
 fn disk_bytes(path: &Path) -> Option<u64> {
-    file_len(path).map(|n| n + file_len(&wal_path(path)).unwrap_or(0))
+    let logs = LogDir::of_store(path).disk_bytes();
+    file_len(path).map(|n| n + file_len(&wal_path(path)).unwrap_or(0) + logs)
 }
 
 /// Create the missing parent directories (0700) and the file (0600); tighten an existing

@@ -6,10 +6,12 @@
 //! at most [`CHUNK`] children, so writers and readers in other processes are never held up
 //! for long.
 
-use std::time::Duration;
+use std::collections::HashSet;
+use std::time::{Duration, SystemTime};
 
-use rusqlite::{params, Connection, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
+use super::logs::LogDir;
 use super::PruneReport;
 
 /// Children deleted per transaction.
@@ -42,6 +44,17 @@ impl PageUsage {
     }
 }
 
+/// What the store uses: the database's pages in use plus the transcript files' committed
+/// lengths.
+pub(super) fn used_bytes(conn: &Connection) -> rusqlite::Result<u64> {
+    let logs: i64 = conn.query_row(
+        "SELECT coalesce(sum(log_bytes), 0) FROM children",
+        [],
+        |r| r.get(0),
+    )?;
+    Ok(page_usage(conn)?.used_bytes() + logs.max(0) as u64)
+}
+
 pub(super) fn page_usage(conn: &Connection) -> rusqlite::Result<PageUsage> {
     let get = |name: &str| -> rusqlite::Result<u64> {
         let v: i64 = conn.pragma_query_value(None, name, |r| r.get(0))?;
@@ -57,12 +70,13 @@ pub(super) fn page_usage(conn: &Connection) -> rusqlite::Result<PageUsage> {
 /// Prune as of `now` (unix seconds). A zero `max_age` or `max_bytes` disables that limit.
 pub(super) fn prune(
     conn: &mut Connection,
+    logs: Option<&LogDir>,
     now: i64,
     max_age: Duration,
     max_bytes: u64,
 ) -> rusqlite::Result<PruneReport> {
     let mut report = PruneReport {
-        used_bytes_before: page_usage(conn)?.used_bytes(),
+        used_bytes_before: used_bytes(conn)?,
         ..PruneReport::default()
     };
 
@@ -73,7 +87,7 @@ pub(super) fn prune(
             if ids.is_empty() {
                 break;
             }
-            report.updates_removed += delete_children(conn, ids.iter().map(|(id, _)| id))?;
+            report.updates_removed += delete_children(conn, logs, ids.iter().map(|(id, _)| id))?;
             report.removed_by_age += ids.len() as u64;
         }
     }
@@ -81,7 +95,7 @@ pub(super) fn prune(
     if max_bytes != 0 {
         let idle_cutoff = now.saturating_sub(SIZE_PRUNE_MIN_IDLE_SECS);
         loop {
-            let used = page_usage(conn)?.used_bytes();
+            let used = used_bytes(conn)?;
             if used <= max_bytes {
                 break;
             }
@@ -113,14 +127,30 @@ pub(super) fn prune(
                 }
             }
             let chosen = &candidates[..take];
-            report.updates_removed += delete_children(conn, chosen.iter().map(|(id, _)| id))?;
+            report.updates_removed += delete_children(conn, logs, chosen.iter().map(|(id, _)| id))?;
             report.removed_by_size += chosen.len() as u64;
         }
     }
 
     shrink(conn)?;
-    report.used_bytes_after = page_usage(conn)?.used_bytes();
+    if let Some(logs) = logs {
+        sweep_orphans(conn, logs)?;
+    }
+    report.used_bytes_after = used_bytes(conn)?;
     Ok(report)
+}
+
+/// Remove transcript files no child names any more (see [`LogDir::sweep`]).
+fn sweep_orphans(conn: &Connection, logs: &LogDir) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare("SELECT log FROM children WHERE log IS NOT NULL")?;
+    let named = stmt
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<rusqlite::Result<HashSet<String>>>()?;
+    let removed = logs.sweep(&named, SystemTime::now());
+    if removed > 0 {
+        tracing::info!("store: removed {removed} transcript file(s) no child names");
+    }
+    Ok(())
 }
 
 fn select_ids(
@@ -135,13 +165,16 @@ fn select_ids(
     rows.collect()
 }
 
-/// Delete children and their updates in one transaction; returns the updates removed.
+/// Delete children and their updates in one transaction, then their transcript files;
+/// returns the updates removed.
 fn delete_children<'a>(
     conn: &mut Connection,
+    logs: Option<&LogDir>,
     ids: impl Iterator<Item = &'a String>,
 ) -> rusqlite::Result<u64> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let mut updates = 0u64;
+    let mut files = Vec::new();
     for id in ids {
         // A row may hold a run of updates: count them, not the rows.
         let mut delete =
@@ -151,10 +184,20 @@ fn delete_children<'a>(
             updates += count?.max(0) as u64;
         }
         drop(delete);
-        tx.prepare_cached("DELETE FROM children WHERE child_id = ?1")?
-            .execute([id])?;
+        let (log, log_count): (Option<String>, i64) = tx
+            .prepare_cached("DELETE FROM children WHERE child_id = ?1 RETURNING log, log_count")?
+            .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?
+            .unwrap_or((None, 0));
+        updates += log_count.max(0) as u64;
+        files.extend(log);
     }
     tx.commit()?;
+    // After the commit: a crash in between leaves files no row names, which a later prune
+    // sweeps; the other order could leave rows naming missing files.
+    if let Some(logs) = logs {
+        logs.remove(files.iter().map(String::as_str));
+    }
     Ok(updates)
 }
 
@@ -240,7 +283,7 @@ mod tests {
     fn by_age_removes_exactly_the_stale_children() {
         let mut conn = db_with_children(10, 3, 100);
         // now = 1000, max_age = 450 s: cutoff 550, children updated at 0..=500 go.
-        let report = prune(&mut conn, 1000, Duration::from_secs(450), 0).expect("prune");
+        let report = prune(&mut conn, None, 1000, Duration::from_secs(450), 0).expect("prune");
         assert_eq!(report.removed_by_age, 6);
         assert_eq!(report.removed_by_size, 0);
         assert_eq!(report.updates_removed, 18);
@@ -251,7 +294,7 @@ mod tests {
     #[test]
     fn zero_limits_remove_nothing() {
         let mut conn = db_with_children(5, 2, 100);
-        let report = prune(&mut conn, i64::MAX, Duration::ZERO, 0).expect("prune");
+        let report = prune(&mut conn, None, i64::MAX, Duration::ZERO, 0).expect("prune");
         assert_eq!(report.removed_by_age + report.removed_by_size, 0);
         assert_eq!(remaining(&conn).len(), 5);
     }
@@ -262,7 +305,7 @@ mod tests {
         let mut conn = db_with_children(20, 10, 2048);
         let before = page_usage(&conn).expect("usage").used_bytes();
         let limit = before / 2;
-        let report = prune(&mut conn, ALL_IDLE, Duration::ZERO, limit).expect("prune");
+        let report = prune(&mut conn, None, ALL_IDLE, Duration::ZERO, limit).expect("prune");
         let after = page_usage(&conn).expect("usage").used_bytes();
         assert!(after <= limit, "used {after} > limit {limit}");
         assert_eq!(report.used_bytes_before, before);
@@ -286,6 +329,7 @@ mod tests {
         let limit = page_usage(&conn).expect("usage").used_bytes() / 4;
         let report = prune(
             &mut conn,
+            None,
             ALL_IDLE,
             Duration::from_secs(ALL_IDLE as u64 - 500),
             limit,
@@ -300,7 +344,7 @@ mod tests {
     #[test]
     fn a_limit_below_an_empty_database_empties_it_and_stops() {
         let mut conn = db_with_children(3, 2, 100);
-        let report = prune(&mut conn, ALL_IDLE, Duration::ZERO, 1).expect("prune");
+        let report = prune(&mut conn, None, ALL_IDLE, Duration::ZERO, 1).expect("prune");
         assert_eq!(report.removed_by_size, 3);
         assert!(remaining(&conn).is_empty());
         assert_eq!(update_rows(&conn), 0);
@@ -312,7 +356,7 @@ mod tests {
         // before 500 may go, however far over the limit the rest keeps the database.
         let mut conn = db_with_children(10, 3, 100);
         let now = 500 + SIZE_PRUNE_MIN_IDLE_SECS;
-        let report = prune(&mut conn, now, Duration::ZERO, 1).expect("prune");
+        let report = prune(&mut conn, None, now, Duration::ZERO, 1).expect("prune");
         assert_eq!(report.removed_by_size, 5);
         assert_eq!(remaining(&conn), ["c005", "c006", "c007", "c008", "c009"]);
         assert_eq!(update_rows(&conn), 15);

@@ -116,6 +116,82 @@ fn round_trip_in_a_file_and_after_reopening() {
 }
 
 #[test]
+fn a_file_store_keeps_updates_in_transcript_files_not_rows() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("store.sqlite3");
+    let store = Store::open(&file_cfg(&path)).expect("open");
+    let mut want = Vec::new();
+    for i in 0..300 {
+        let text = format!(r#"{{"sessionUpdate":"agent_message_chunk","n":{i},"t":"a\"b\nc"}}"#);
+        store.submit(append(if i % 3 == 0 { "x" } else { "y" }, &text));
+        if i % 3 == 0 {
+            want.push(text);
+        }
+        // Several batches, so appends meet a file that already holds some.
+        if i % 50 == 0 {
+            store.flush().expect("flush");
+        }
+    }
+    store.flush().expect("flush");
+    let stats = store.stats().expect("stats");
+    assert_eq!(stats.updates, 300);
+    let text_bytes = stats.update_bytes;
+    assert_eq!(
+        stats.transcript_bytes,
+        text_bytes + 300,
+        "texts plus newlines"
+    );
+    drop(store);
+
+    let conn = Connection::open(&path).expect("raw open");
+    let rows: i64 = conn
+        .query_row("SELECT count(*) FROM updates", [], |r| r.get(0))
+        .expect("count");
+    assert_eq!(rows, 0);
+    let files = std::fs::read_dir(LogDir::of_store(&path).path())
+        .expect("transcripts")
+        .count();
+    assert_eq!(files, 2, "one file per child");
+    drop(conn);
+
+    let store = Store::open(&file_cfg(&path)).expect("reopen");
+    assert_eq!(
+        store.child("x").expect("read").expect("stored").updates,
+        want
+    );
+    assert_eq!(
+        store
+            .child("y")
+            .expect("read")
+            .expect("stored")
+            .updates
+            .len(),
+        200
+    );
+}
+
+#[test]
+fn a_missing_transcript_file_is_reported_not_misread() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("store.sqlite3");
+    let store = Store::open(&file_cfg(&path)).expect("open");
+    store.submit(append("c", "{}"));
+    store.flush().expect("flush");
+    std::fs::remove_dir_all(LogDir::of_store(&path).path()).expect("rm");
+    let err = store.child("c").expect_err("malformed");
+    assert!(
+        matches!(
+            err,
+            StoreError::Malformed {
+                what: "transcript file",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
 fn order_is_kept_across_many_batches_and_children() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("s.sqlite3");
@@ -226,10 +302,16 @@ fn new_files_and_directories_are_private() {
     let path = dir.path().join("state/acp-proxy/store.sqlite3");
     let store = Store::open(&file_cfg(&path)).expect("open");
     store.submit(upsert("c", "p", None, "running"));
+    store.submit(append("c", "{}"));
     store.flush().expect("flush");
     let mode = |p: &Path| std::fs::metadata(p).expect("metadata").permissions().mode() & 0o777;
     assert_eq!(mode(&path), 0o600);
     assert_eq!(mode(&wal_path(&path)), 0o600);
+    let logs = LogDir::of_store(&path);
+    assert_eq!(mode(logs.path()), 0o700);
+    for file in std::fs::read_dir(logs.path()).expect("transcripts") {
+        assert_eq!(mode(&file.expect("entry").path()), 0o600);
+    }
     assert_eq!(mode(path.parent().expect("dir")), 0o700);
     assert_eq!(mode(&dir.path().join("state")), 0o700);
     drop(store);
@@ -314,7 +396,18 @@ const FIXTURES: &[&str] = &[
                '[[0,1]]', 2, 4, 1700000000, 1700000000);
        INSERT INTO updates (child_id, seq, count, body)
        VALUES ('old-child', 0, 2, '{"a"' || char(10) || ':1}');"#,
+    // Version 3: the same child, its first update in its transcript file (written by the
+    // test: `V3_FILE`), the second in a row.
+    r#"INSERT INTO children (child_id, parent_session_id, spawn_tool_call_id, agent, cwd,
+            title, state, entry_count, turns, update_count, update_bytes, created_at, updated_at,
+            log, log_count, log_bytes)
+       VALUES ('old-child', 'old-parent', 'call-1', 'demo', '/w', 'Old task', 'completed', 2,
+               '[[0,1]]', 2, 4, 1700000000, 1700000000, '00ab.jsonl', 1, 5);
+       INSERT INTO updates (child_id, seq, count, body) VALUES ('old-child', 1, 1, ':1}');"#,
 ];
+
+/// The transcript file the version 3 fixture names, and its text.
+const V3_FILE: (&str, &str) = ("00ab.jsonl", "{\"a\"\n");
 
 #[test]
 fn a_store_at_any_earlier_version_migrates_to_the_latest() {
@@ -338,6 +431,11 @@ fn a_store_at_any_earlier_version_migrates_to_the_latest() {
             conn.execute_batch(FIXTURES[version as usize - 1])
                 .expect("fixture");
         }
+        if version == 3 {
+            let logs = LogDir::of_store(&path);
+            std::fs::create_dir_all(logs.path()).expect("mkdir");
+            std::fs::write(logs.path().join(V3_FILE.0), V3_FILE.1).expect("write");
+        }
         drop(conn);
 
         let store = Store::open(&file_cfg(&path)).expect("open migrates");
@@ -357,15 +455,32 @@ fn a_store_at_any_earlier_version_migrates_to_the_latest() {
                 }]
             );
         }
-        // And it is writable at the new version.
+        // And it is writable at the new version, an old child too (after what it holds).
         store.submit(append("new-child", "{}"));
+        store.submit(append("old-child", "[2]"));
         store.flush().expect("flush");
         assert!(store.child("new-child").expect("read").is_some());
+        if version > 0 {
+            let child = store.child("old-child").expect("read").expect("stored");
+            assert_eq!(child.updates, [r#"{"a""#, ":1}", "[2]"], "from {version}");
+        }
     }
+}
+
+/// How a test makes the disk fail: the database, or the transcript files.
+#[derive(Debug, Clone, Copy)]
+enum DiskFault {
+    Database,
+    TranscriptFiles,
 }
 
 #[test]
 fn a_failing_disk_moves_the_store_to_memory_without_losing_or_blocking() {
+    failing_disk(DiskFault::Database);
+    failing_disk(DiskFault::TranscriptFiles);
+}
+
+fn failing_disk(fault: DiskFault) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("s.db");
     let store = Store::open(&StoreConfig {
@@ -378,15 +493,26 @@ fn a_failing_disk_moves_the_store_to_memory_without_losing_or_blocking() {
         store.submit(append("c", &format!("{{\"i\":{i}}}")));
     }
     store.flush().expect("flush");
-    // The file may not grow by a single page any more: the next write meets SQLITE_FULL.
-    store
-        .exec_in_writer("PRAGMA max_page_count = 1")
-        .expect("limit");
     let big = format!("{{\"text\":\"{}\"}}", "z".repeat(64 * 1024));
+    match fault {
+        // The file may not grow by a single page any more: a new child with a long title
+        // meets SQLITE_FULL.
+        DiskFault::Database => {
+            store
+                .exec_in_writer("PRAGMA max_page_count = 1")
+                .expect("limit");
+            store.submit(upsert("d", "p", Some(&"t".repeat(64 * 1024)), "running"));
+        }
+        DiskFault::TranscriptFiles => store.fail_transcript_writes().expect("hook"),
+    }
     store.submit(append("c", &big));
     let err = store.flush().expect_err("not durable any more");
     assert!(matches!(err, StoreError::Degraded { .. }), "{err}");
-    assert!(err.to_string().contains("full"), "{err}");
+    let why = match fault {
+        DiskFault::Database => "full",
+        DiskFault::TranscriptFiles => "No space left on device",
+    };
+    assert!(err.to_string().contains(why), "{fault:?}: {err}");
 
     // Reads still see everything, old and new, from the memory copy.
     let child = store.child("c").expect("read").expect("stored");

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use rusqlite::backup::{Backup, StepResult};
 use rusqlite::{params, Connection, ErrorCode, TransactionBehavior};
 
+use super::logs::{LogError, LogWriter};
 use super::{
     encode_turns, lock, open_memory, retention, unix_now, PruneReport, Shared, SharedConn,
     StoreConfig, StoreError, StoreLocation, StoreOp,
@@ -39,6 +40,22 @@ pub(super) enum Msg {
     },
     #[cfg(test)]
     Exec(String, SyncSender<Result<(), StoreError>>),
+    /// Tests: make transcript-file writes fail as on a full disk.
+    #[cfg(test)]
+    FailLogs(SyncSender<Result<(), StoreError>>),
+}
+
+/// Why a batch failed.
+#[derive(Debug)]
+pub(super) enum BatchError {
+    Sql(rusqlite::Error),
+    Log(LogError),
+}
+
+impl From<rusqlite::Error> for BatchError {
+    fn from(e: rusqlite::Error) -> Self {
+        BatchError::Sql(e)
+    }
 }
 
 /// Where writes currently go.
@@ -56,6 +73,8 @@ pub(super) struct Writer {
     shared: Arc<Shared>,
     rx: Receiver<Msg>,
     mode: Mode,
+    /// Transcript files (a file store while it writes to its file).
+    logs: Option<LogWriter>,
     max_age: Duration,
     max_bytes: u64,
     background_prune: bool,
@@ -68,11 +87,13 @@ impl Writer {
         rx: Receiver<Msg>,
         cfg: &StoreConfig,
     ) -> Writer {
+        let logs = shared.logs.clone().map(LogWriter::new);
         Writer {
             conn,
             shared,
             rx,
             mode: Mode::Normal,
+            logs,
             max_age: cfg.max_age,
             max_bytes: cfg.max_bytes,
             background_prune: cfg.background_prune
@@ -125,6 +146,14 @@ impl Writer {
                             .map_err(|source| self.write_err(source));
                         let _ = reply.send(r);
                     }
+                    #[cfg(test)]
+                    Msg::FailLogs(reply) => {
+                        self.commit(&mut ops);
+                        if let Some(logs) = &mut self.logs {
+                            logs.fail = true;
+                        }
+                        let _ = reply.send(Ok(()));
+                    }
                 }
                 if ops.len() < MAX_BATCH {
                     next = self.rx.try_recv().ok();
@@ -146,6 +175,17 @@ impl Writer {
         StoreError::Write {
             location: self.shared.location_text(),
             source,
+        }
+    }
+
+    fn batch_err(&self, e: BatchError) -> StoreError {
+        match e {
+            BatchError::Sql(source) => self.write_err(source),
+            BatchError::Log(LogError { path, source }) => StoreError::WriteTranscript {
+                location: self.shared.location_text(),
+                path,
+                source,
+            },
         }
     }
 
@@ -175,13 +215,13 @@ impl Writer {
                 ops.clear();
                 return;
             }
-            let result = apply_batch(&mut lock(&self.conn), ops, unix_now());
+            let result = apply_batch(&mut lock(&self.conn), ops, unix_now(), self.logs.as_mut());
             match result {
                 Ok(()) => {
                     ops.clear();
                     return;
                 }
-                Err(e) if is_busy(&e) && busy_attempts + 1 < BUSY_ATTEMPTS => {
+                Err(BatchError::Sql(e)) if is_busy(&e) && busy_attempts + 1 < BUSY_ATTEMPTS => {
                     busy_attempts += 1;
                     tracing::debug!("store {}: busy, retrying: {e}", self.shared.location);
                 }
@@ -191,8 +231,11 @@ impl Writer {
     }
 
     /// A write failed: go from the file to memory, or from memory to nothing.
-    fn degrade(&mut self, error: rusqlite::Error) {
-        let reason = self.write_err(error).to_string();
+    fn degrade(&mut self, error: BatchError) {
+        let reason = self.batch_err(error).to_string();
+        // From here on updates are rows in memory; the transcript files written so far stay
+        // readable.
+        self.logs = None;
         match (&self.mode, &self.shared.location) {
             (Mode::Normal, StoreLocation::Path(_)) => {
                 tracing::warn!(
@@ -232,8 +275,13 @@ impl Writer {
             _ => None,
         };
         let file_bytes_before = path.as_deref().and_then(super::disk_bytes);
-        let mut report = retention::prune(&mut lock(&self.conn), unix_now(), max_age, max_bytes)
-            .map_err(|source| self.write_err(source))?;
+        let logs = self.logs.as_ref().map(LogWriter::dir);
+        let result = retention::prune(&mut lock(&self.conn), logs, unix_now(), max_age, max_bytes);
+        if let Some(logs) = &mut self.logs {
+            // Removed children's files may be gone now.
+            logs.close_all();
+        }
+        let mut report = result.map_err(|source| self.write_err(source))?;
         report.file_bytes_before = file_bytes_before;
         report.file_bytes_after = path.as_deref().and_then(super::disk_bytes);
         Ok(report)
@@ -298,7 +346,12 @@ fn copy_to_memory(from: &Connection) -> Result<Connection, StoreError> {
 /// other operations with one counter update per child: the batch commits as a whole, and
 /// those other operations touch other columns, so the result is the same as applying in
 /// order, with a third of the statements.
-fn apply_batch(conn: &mut Connection, ops: &[StoreOp], now: i64) -> rusqlite::Result<()> {
+fn apply_batch(
+    conn: &mut Connection,
+    ops: &[StoreOp],
+    now: i64,
+    mut logs: Option<&mut LogWriter>,
+) -> Result<(), BatchError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let mut appends: Vec<(&str, Vec<&str>)> = Vec::new();
     for op in ops {
@@ -313,20 +366,63 @@ fn apply_batch(conn: &mut Connection, ops: &[StoreOp], now: i64) -> rusqlite::Re
         }
     }
     for (child_id, bodies) in appends {
-        append_run(&tx, child_id, &bodies, now)?;
+        append_run(&tx, child_id, &bodies, now, logs.as_deref_mut())?;
     }
-    tx.commit()
+    Ok(tx.commit()?)
 }
 
-/// Append several updates to one child: one counter update, then the rows in order.
+/// Append several updates to one child: to its transcript file while the file holds all of
+/// its updates so far, else as rows.
 fn append_run(
     conn: &Connection,
     child_id: &str,
     bodies: &[&str],
     now: i64,
-) -> rusqlite::Result<()> {
+    logs: Option<&mut LogWriter>,
+) -> Result<(), BatchError> {
     ensure_child(conn, child_id, now)?;
     let bytes: i64 = bodies.iter().map(|b| b.len() as i64).sum();
+    if let Some(logs) = logs {
+        let (count, log, log_count, log_bytes) = conn
+            .prepare_cached(
+                "SELECT update_count, log, log_count, log_bytes FROM children
+                 WHERE child_id = ?1",
+            )?
+            .query_row([child_id], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, Option<String>>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, i64>(3)?,
+                ))
+            })?;
+        // A text with a raw newline (never seen on the wire) would split into two lines: it
+        // and everything after it go to rows.
+        let one_line_each = bodies
+            .iter()
+            .all(|b| memchr::memchr(b'\n', b.as_bytes()).is_none());
+        if count == log_count && one_line_each {
+            let name = log.unwrap_or_else(super::logs::LogDir::new_name);
+            let at = u64::try_from(log_bytes).unwrap_or(0);
+            let written = logs.append(&name, at, bodies).map_err(BatchError::Log)?;
+            conn.prepare_cached(
+                "UPDATE children SET update_count = update_count + ?2,
+                                     update_bytes = update_bytes + ?3,
+                                     log = ?4,
+                                     log_count = log_count + ?2,
+                                     log_bytes = log_bytes + ?5
+                 WHERE child_id = ?1",
+            )?
+            .execute(params![
+                child_id,
+                bodies.len() as i64,
+                bytes,
+                name,
+                written as i64
+            ])?;
+            return Ok(());
+        }
+    }
     let first: i64 = conn
         .prepare_cached(
             "UPDATE children SET update_count = update_count + ?2,
@@ -371,7 +467,7 @@ fn newline_free_runs<'b, 'a>(bodies: &'b [&'a str]) -> impl Iterator<Item = &'b 
     })
 }
 
-fn apply(conn: &Connection, op: &StoreOp, now: i64) -> rusqlite::Result<()> {
+fn apply(conn: &Connection, op: &StoreOp, now: i64) -> Result<(), BatchError> {
     match op {
         StoreOp::UpsertChild {
             child_id,
@@ -407,7 +503,8 @@ fn apply(conn: &Connection, op: &StoreOp, now: i64) -> rusqlite::Result<()> {
             ])?;
         }
         StoreOp::AppendUpdate { child_id, update } => {
-            append_run(conn, child_id, &[&**update], now)?;
+            // Appends are gathered by `apply_batch`; one on its own goes to rows.
+            append_run(conn, child_id, &[&**update], now, None)?;
         }
         StoreOp::SetState { child_id, state } => {
             ensure_child(conn, child_id, now)?;
