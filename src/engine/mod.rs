@@ -12,6 +12,7 @@ mod agent_side;
 mod client_side;
 pub mod envelope;
 pub mod frames;
+mod json_walk;
 pub mod pending;
 pub mod scan;
 pub mod update_parts;

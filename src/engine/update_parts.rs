@@ -2,18 +2,14 @@
 //! fields of the update the router reads, its `_meta`, and the exact JSON text of the update
 //! (what a child's transcript records and replays).
 //!
-//! Reading the update's extent as a `RawValue` and then parsing its fields from that text
-//! walks every byte of a (often 20 KiB) update twice. Here each value of the update is read
-//! once, as a borrowed raw slice: the small ones the router needs are parsed from their slice,
-//! and the update's own text is the span from its `{` to its `}`, found from where its first
-//! key and last value lie in the input.
+//! The walk validates every value as serde_json would while skipping it (`engine::json_walk`),
+//! decodes only the few small strings the router needs, and takes the update's text as the
+//! span from its `{` to its `}`. Anything unusual (escaped keys in the update, a missing or
+//! duplicated field, invalid JSON anywhere) gives `None`, and the caller takes the general path.
 
 use std::borrow::Cow;
-use std::fmt;
 
-use serde::de::{Deserializer, MapAccess, Visitor};
-use serde::Deserialize;
-use serde_json::value::RawValue;
+use super::json_walk::{literal_end, skip_ws, string_end, value_end};
 
 /// The fields of an update the router reads, with the update's text, borrowed from the frame.
 #[derive(Debug)]
@@ -41,135 +37,189 @@ impl<'a> UpdateFrame<'a> {
     /// it is anything else, or unusual enough (escaped keys in the update, an empty update) that
     /// the caller should take the general path.
     pub fn parse(text: &'a str) -> Option<UpdateFrame<'a>> {
-        let whole: Whole<'a> = serde_json::from_str(text).ok()?;
-        if whole.method != "session/update" {
-            return None;
-        }
-        let update = whole.params.update.resolve(text)?;
-        Some(UpdateFrame {
-            session_id: whole.params.session_id,
-            update,
-        })
+        let mut method = false;
+        let mut params = None;
+        let end = members(text, skip_ws(text.as_bytes(), 0), |key, at| {
+            match &*key.decoded()? {
+                "method" if !method => {
+                    let (name, end) = string_at(text, at)?;
+                    method = name == "session/update";
+                    method.then_some(end)
+                }
+                "params" if params.is_none() => {
+                    let (frame, end) = read_params(text, at, 1)?;
+                    params = Some(frame);
+                    Some(end)
+                }
+                // A second `method` or `params` is refused, as a derived struct refuses it.
+                "method" | "params" => None,
+                _ => value_end(text.as_bytes(), at, 1),
+            }
+        })?;
+        let frame = params.filter(|_| method)?;
+        only_whitespace_after(text, end).then_some(frame)
     }
 
     /// Take apart the text of a `session/update`'s `params` object.
     pub fn parse_params(params: &'a str) -> Option<UpdateFrame<'a>> {
-        let p: Params<'a> = serde_json::from_str(params).ok()?;
-        let update = p.update.resolve(params)?;
-        Some(UpdateFrame {
-            session_id: p.session_id,
-            update,
-        })
+        let (frame, end) = read_params(params, skip_ws(params.as_bytes(), 0), 0)?;
+        only_whitespace_after(params, end).then_some(frame)
     }
 }
 
-#[derive(Deserialize)]
-struct Whole<'a> {
-    #[serde(borrow)]
-    method: Cow<'a, str>,
-    #[serde(borrow)]
-    params: Params<'a>,
+/// The `params` object at `at` and the index after it; `outer` arrays and objects enclose it.
+fn read_params(text: &str, at: usize, outer: usize) -> Option<(UpdateFrame<'_>, usize)> {
+    let mut session_id = None;
+    let mut update = None;
+    let end = members(text, at, |key, at| match &*key.decoded()? {
+        "sessionId" if session_id.is_none() => {
+            let (id, end) = string_at(text, at)?;
+            session_id = Some(id);
+            Some(end)
+        }
+        "update" if update.is_none() => {
+            let (parts, end) = read_update(text, at, outer + 1)?;
+            update = Some(parts);
+            Some(end)
+        }
+        "sessionId" | "update" => None,
+        _ => value_end(text.as_bytes(), at, outer + 1),
+    })?;
+    let frame = UpdateFrame {
+        session_id: session_id?,
+        update: update?,
+    };
+    Some((frame, end))
 }
 
-#[derive(Deserialize)]
-struct Params<'a> {
-    #[serde(borrow, rename = "sessionId")]
-    session_id: Cow<'a, str>,
-    #[serde(borrow)]
-    update: Scanned<'a>,
+/// The update object at `at` and the index after it; `outer` arrays and objects enclose it.
+/// Its keys must be unescaped; of a repeated field the last one counts.
+fn read_update(text: &str, at: usize, outer: usize) -> Option<(UpdateParts<'_>, usize)> {
+    let depth = outer + 1;
+    let mut kind = None;
+    let mut tool_call_id = None;
+    let mut title = None;
+    let mut has_status = false;
+    let mut meta = None;
+    let end = members(text, at, |key, at| {
+        let field = match key.plain()? {
+            "sessionUpdate" => &mut kind,
+            "toolCallId" => &mut tool_call_id,
+            "title" => &mut title,
+            "status" => {
+                let (status, end) = nullable_string_at(text, at)?;
+                has_status = status.is_some();
+                return Some(end);
+            }
+            "_meta" => {
+                let end = value_end(text.as_bytes(), at, depth)?;
+                meta = Some(text.get(at..end)?);
+                return Some(end);
+            }
+            _ => return value_end(text.as_bytes(), at, depth),
+        };
+        let (value, end) = nullable_string_at(text, at)?;
+        *field = value;
+        Some(end)
+    })?;
+    let parts = UpdateParts {
+        raw: text.get(at..end)?,
+        kind: kind?,
+        tool_call_id,
+        title,
+        has_status,
+        meta,
+    };
+    Some((parts, end))
 }
 
-/// What one pass over the update object found, before its extent is resolved.
-struct Scanned<'a> {
-    /// The first key (borrowed from the input: it points at the key's text there).
-    first_key: &'a str,
-    /// The last value's raw text (it ends where the value ends in the input).
-    last_value: &'a str,
-    kind: Option<Cow<'a, str>>,
-    tool_call_id: Option<Cow<'a, str>>,
-    title: Option<Cow<'a, str>>,
-    has_status: bool,
-    meta: Option<&'a str>,
+/// A member's key, quotes included, as it is in the input.
+struct Key<'a>(&'a str);
+
+impl<'a> Key<'a> {
+    /// The name, if it has no escapes.
+    fn plain(&self) -> Option<&'a str> {
+        let name = unquote(self.0)?;
+        memchr::memchr(b'\\', name.as_bytes())
+            .is_none()
+            .then_some(name)
+    }
+
+    /// The name with its escapes decoded (`None` if they do not decode, e.g. a lone surrogate).
+    fn decoded(&self) -> Option<Cow<'a, str>> {
+        decode(self.0)
+    }
 }
 
-impl<'a> Scanned<'a> {
-    /// The update's text in `input` (which the scan read): from the `{` before the first key
-    /// to the `}` after the last value, with only whitespace between.
-    fn resolve(self, input: &'a str) -> Option<UpdateParts<'a>> {
-        let base = input.as_ptr() as usize;
-        let key_at = (self.first_key.as_ptr() as usize).checked_sub(base)?;
-        let value_end =
-            (self.last_value.as_ptr() as usize).checked_sub(base)? + self.last_value.len();
-        let bytes = input.as_bytes();
-        // The key's opening quote, then whitespace, then the object's brace.
-        let before = bytes.get(..key_at.checked_sub(1)?)?;
-        let open = before.iter().rposition(|b| !b.is_ascii_whitespace())?;
-        let after = bytes.get(value_end..)?;
-        let close = value_end + after.iter().position(|b| !b.is_ascii_whitespace())?;
-        if bytes[open] != b'{' || bytes[close] != b'}' || bytes[key_at - 1] != b'"' {
+/// Walk the object whose `{` is at `i`: for each member, `on_member` gets its key and the index
+/// of its value and returns the index after the value. Returns the index after the `}`.
+fn members<'a>(
+    text: &'a str,
+    i: usize,
+    mut on_member: impl FnMut(Key<'a>, usize) -> Option<usize>,
+) -> Option<usize> {
+    let b = text.as_bytes();
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    let mut i = skip_ws(b, i + 1);
+    if b.get(i) == Some(&b'}') {
+        return Some(i + 1);
+    }
+    loop {
+        if b.get(i) != Some(&b'"') {
             return None;
         }
-        Some(UpdateParts {
-            raw: input.get(open..=close)?,
-            kind: self.kind?,
-            tool_call_id: self.tool_call_id,
-            title: self.title,
-            has_status: self.has_status,
-            meta: self.meta,
-        })
-    }
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for Scanned<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(ScanVisitor(std::marker::PhantomData))
-    }
-}
-
-struct ScanVisitor<'a>(std::marker::PhantomData<&'a ()>);
-
-impl<'de: 'a, 'a> Visitor<'de> for ScanVisitor<'a> {
-    type Value = Scanned<'a>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a session update object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Scanned<'a>, A::Error> {
-        use serde::de::Error;
-        // Keys must borrow from the input (no escapes): their position is what locates the
-        // update. An escaped key fails the parse and the caller takes the general path.
-        let Some(first_key) = map.next_key::<&'de str>()? else {
-            return Err(A::Error::custom("an empty update"));
-        };
-        let mut s = Scanned {
-            first_key,
-            last_value: "",
-            kind: None,
-            tool_call_id: None,
-            title: None,
-            has_status: false,
-            meta: None,
-        };
-        let mut key = Some(first_key);
-        while let Some(k) = key {
-            let value: &'de RawValue = map.next_value()?;
-            let text = value.get();
-            let string =
-                || serde_json::from_str::<Option<Cow<'de, str>>>(text).map_err(A::Error::custom);
-            match k {
-                "sessionUpdate" => s.kind = string()?,
-                "toolCallId" => s.tool_call_id = string()?,
-                "title" => s.title = string()?,
-                "status" => s.has_status = string()?.is_some(),
-                "_meta" => s.meta = Some(text),
-                _ => {}
-            }
-            s.last_value = text;
-            key = map.next_key::<&'de str>()?;
+        let close = string_end(b, i + 1)?;
+        let key = Key(text.get(i..=close)?);
+        i = skip_ws(b, close + 1);
+        if b.get(i) != Some(&b':') {
+            return None;
         }
-        Ok(s)
+        i = skip_ws(b, on_member(key, skip_ws(b, i + 1))?);
+        match b.get(i)? {
+            b',' => i = skip_ws(b, i + 1),
+            b'}' => return Some(i + 1),
+            _ => return None,
+        }
     }
+}
+
+/// The string at `i` (its opening quote), decoded, and the index after it.
+fn string_at(text: &str, i: usize) -> Option<(Cow<'_, str>, usize)> {
+    let b = text.as_bytes();
+    if b.get(i) != Some(&b'"') {
+        return None;
+    }
+    let close = string_end(b, i + 1)?;
+    Some((decode(text.get(i..=close)?)?, close + 1))
+}
+
+/// A string or `null` at `i`, and the index after it.
+fn nullable_string_at(text: &str, i: usize) -> Option<(Option<Cow<'_, str>>, usize)> {
+    match text.as_bytes().get(i)? {
+        b'n' => Some((None, literal_end(text.as_bytes(), i, b"null")?)),
+        _ => string_at(text, i).map(|(s, end)| (Some(s), end)),
+    }
+}
+
+/// A quoted JSON string's value: borrowed when it has no escapes, else decoded by serde_json
+/// (rare, and these strings are small).
+fn decode(quoted: &str) -> Option<Cow<'_, str>> {
+    let inner = unquote(quoted)?;
+    if memchr::memchr(b'\\', inner.as_bytes()).is_none() {
+        return Some(Cow::Borrowed(inner));
+    }
+    serde_json::from_str::<String>(quoted).ok().map(Cow::Owned)
+}
+
+/// The text between a quoted string's quotes.
+fn unquote(quoted: &str) -> Option<&str> {
+    quoted.strip_prefix('"')?.strip_suffix('"')
+}
+
+fn only_whitespace_after(text: &str, end: usize) -> bool {
+    skip_ws(text.as_bytes(), end) == text.len()
 }
 
 #[cfg(test)]
