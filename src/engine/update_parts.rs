@@ -223,6 +223,11 @@ fn only_whitespace_after(text: &str, end: usize) -> bool {
 }
 
 #[cfg(test)]
+mod oracle;
+#[cfg(test)]
+mod props;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
