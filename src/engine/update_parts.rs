@@ -275,4 +275,96 @@ mod tests {
             assert!(UpdateFrame::parse(text).is_none(), "{text}");
         }
     }
+
+    #[test]
+    fn the_last_of_a_repeated_update_field_counts() {
+        let text = r#"{"method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":null,"status":"done","title":"a","_meta":1,"sessionUpdate":"tool_call","status":null,"title":"b","_meta":{"k":2},"toolCallId":"t1","toolCallId":"t2"}}}"#;
+        let f = UpdateFrame::parse(text).expect("parsed");
+        assert_eq!(f.update.kind, "tool_call");
+        assert!(!f.update.has_status, "the last status is null");
+        assert_eq!(f.update.title.as_deref(), Some("b"));
+        assert_eq!(f.update.meta, Some(r#"{"k":2}"#));
+        assert_eq!(f.update.tool_call_id.as_deref(), Some("t2"));
+    }
+
+    #[test]
+    fn frame_and_params_keys_are_read_decoded_and_once() {
+        let escaped = r#"{"m\u0065thod":"session\/update","par\u0061ms":{"session\u0049d":"s\u00e9","update":{"sessionUpdate":"x"}}}"#;
+        let f = UpdateFrame::parse(escaped).expect("escaped frame keys are decoded");
+        assert_eq!(f.session_id, "sé");
+        assert!(matches!(f.session_id, Cow::Owned(_)));
+        let plain = r#"{"method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"x"}}}"#;
+        let f = UpdateFrame::parse(plain).expect("parsed");
+        assert!(
+            matches!(f.session_id, Cow::Borrowed("s1")),
+            "no escape, no copy"
+        );
+        for text in [
+            r#"{"method":"session/update","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"x"}}}"#,
+            r#"{"method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"x"}},"params":{}}"#,
+            r#"{"method":"session/update","params":{"sessionId":"s","sessionId":"s","update":{"sessionUpdate":"x"}}}"#,
+            r#"{"method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"x"},"update":{"sessionUpdate":"x"}}}"#,
+            r#"{"method":"session/update","params":{"update":{"sessionUpdate":"x"}}}"#,
+            r#"{"params":{"sessionId":"s","update":{"sessionUpdate":"x"}}}"#,
+            r#"{"method":"session/update","params":{"sessionId":"\ud800","update":{"sessionUpdate":"x"}}}"#,
+            r#"{"method":"session/update","params":{"sessionId":null,"update":{"sessionUpdate":"x"}}}"#,
+        ] {
+            assert!(UpdateFrame::parse(text).is_none(), "{text}");
+        }
+    }
+
+    #[test]
+    fn only_whitespace_may_follow_the_frame() {
+        let frame = r#"{"method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"x"}}}"#;
+        assert!(UpdateFrame::parse(&format!(" \t{frame} \r\n")).is_some());
+        for junk in ["x", ",", "}", "{}", "\u{b}", "\u{a0}"] {
+            assert!(
+                UpdateFrame::parse(&format!("{frame}{junk}")).is_none(),
+                "{junk:?}"
+            );
+        }
+        let params = r#"{"sessionId":"s","update":{"sessionUpdate":"x"}}"#;
+        assert!(UpdateFrame::parse_params(&format!("\n{params}\n")).is_some());
+        assert!(UpdateFrame::parse_params(&format!("{params}]")).is_none());
+    }
+
+    #[test]
+    fn invalid_or_too_deep_values_anywhere_refuse_the_frame() {
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        for extra in [
+            r#""a\x""#,
+            "\"tab\there\"",
+            "01",
+            "[1,]",
+            "{\"a\":1,}",
+            "tru",
+            deep.as_str(),
+        ] {
+            for text in [
+                format!(
+                    r#"{{"id":{extra},"method":"session/update","params":{{"sessionId":"s","update":{{"sessionUpdate":"x"}}}}}}"#
+                ),
+                format!(
+                    r#"{{"method":"session/update","params":{{"x":{extra},"sessionId":"s","update":{{"sessionUpdate":"x"}}}}}}"#
+                ),
+                format!(
+                    r#"{{"method":"session/update","params":{{"sessionId":"s","update":{{"sessionUpdate":"x","content":{extra}}}}}}}"#
+                ),
+            ] {
+                assert!(UpdateFrame::parse(&text).is_none(), "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn positional_forms_are_left_to_the_general_path() {
+        // A derived struct would also read these by position; JSON-RPC notifications and ACP's
+        // params are objects, so the walk does not.
+        for text in [
+            r#"["session/update",{"sessionId":"s","update":{"sessionUpdate":"x"}}]"#,
+            r#"{"method":"session/update","params":["s",{"sessionUpdate":"x"}]}"#,
+        ] {
+            assert!(UpdateFrame::parse(text).is_none(), "{text}");
+        }
+    }
 }

@@ -212,6 +212,15 @@ fn extras(wild: bool, most: usize) -> impl Strategy<Value = Vec<(String, Node)>>
     )
 }
 
+/// When `wild`, the fields the walk reads once more (the last of them counts), with values
+/// that keep the update readable: a string or null.
+fn repeats(wild: bool) -> impl Strategy<Value = Vec<(String, Node)>> {
+    let field = prop::sample::select(vec!["sessionUpdate", "toolCallId", "title", "status"]);
+    let value = prop_oneof![tricky_string().prop_map(Value::String), Just(Value::Null),];
+    let repeat = (field, value).prop_map(|(k, v)| (k.to_owned(), Node::Leaf(v)));
+    prop::collection::vec(repeat, 0..=if wild { 3 } else { 0 })
+}
+
 /// A member list from named optional values plus extras, in random order.
 fn shuffled(
     named: Vec<(&'static str, Option<Node>)>,
@@ -240,11 +249,12 @@ fn update(wild: bool) -> impl Strategy<Value = Node> {
         string_field(wild),
         string_field(wild),
         meta,
-        extras(wild, 4),
+        (extras(wild, 4), repeats(wild)),
         prop::bool::weighted(0.1),
     )
         .prop_flat_map(move |(kind, tool, title, status, meta, extra, escape)| {
             let leaf = |v: Option<Value>| v.map(Node::Leaf);
+            let extra = [extra.0, extra.1].concat();
             shuffled(
                 vec![
                     ("sessionUpdate", leaf(kind)),
@@ -378,7 +388,7 @@ fn edits() -> impl Strategy<Value = Vec<(prop::sample::Index, u8, char)>> {
             .chars()
             .collect::<Vec<_>>(),
     );
-    prop::collection::vec((any::<prop::sample::Index>(), 0u8..4, c), 1..4)
+    prop::collection::vec((any::<prop::sample::Index>(), 0u8..4, c), 0..4)
 }
 
 proptest! {
@@ -430,9 +440,10 @@ proptest! {
         seed in any::<u64>(),
         edits in edits(),
         whole in any::<bool>(),
+        junk in prop::sample::select(vec!["", "", "", " \n\t\r", " x", ",", "}", "{}", "\"\""]),
     ) {
         let text = if whole { write(&root, seed) } else { params_text(&root, seed).unwrap_or_default() };
-        let text = mutate(&text, &edits);
+        let text = mutate(&text, &edits) + junk;
         let ours = if whole { UpdateFrame::parse(&text) } else { UpdateFrame::parse_params(&text) };
         if serde_json::from_str::<IgnoredAny>(&text).is_err() {
             prop_assert!(ours.is_none(), "not JSON, yet taken apart: {}", text);
