@@ -26,6 +26,8 @@ use super::{
 const RETENTION_INTERVAL: Duration = Duration::from_secs(3600);
 /// Most writes in one transaction, to keep transactions short.
 const MAX_BATCH: usize = 1000;
+/// Under a steady stream of writes, the shortest time between two commits.
+const COMMIT_INTERVAL: Duration = Duration::from_millis(2);
 /// Attempts at a batch that keeps meeting another process's lock (each waits the busy
 /// timeout) before the file is given up.
 const BUSY_ATTEMPTS: u32 = 3;
@@ -78,6 +80,8 @@ pub(super) struct Writer {
     max_age: Duration,
     max_bytes: u64,
     background_prune: bool,
+    /// The queue's capacity (writes).
+    queue_ops: usize,
 }
 
 impl Writer {
@@ -98,12 +102,14 @@ impl Writer {
             max_bytes: cfg.max_bytes,
             background_prune: cfg.background_prune
                 && (!cfg.max_age.is_zero() || cfg.max_bytes != 0),
+            queue_ops: cfg.queue_ops.max(1),
         }
     }
 
     pub(super) fn run(mut self) {
         let mut next_prune = Instant::now();
         let mut ops: Vec<StoreOp> = Vec::new();
+        let mut last_commit: Option<Instant> = None;
         loop {
             if self.background_prune && Instant::now() >= next_prune {
                 self.background_retention();
@@ -122,44 +128,23 @@ impl Writer {
                     Err(_) => break,
                 }
             };
-            let mut next = Some(first);
-            while let Some(msg) = next.take() {
-                match msg {
-                    Msg::Op(op) => ops.push(op),
-                    Msg::Flush(reply) => {
-                        self.commit(&mut ops);
-                        let _ = reply.send(self.durability());
-                    }
-                    Msg::Prune {
-                        max_age,
-                        max_bytes,
-                        reply,
-                    } => {
-                        self.commit(&mut ops);
-                        let _ = reply.send(self.prune(max_age, max_bytes));
-                    }
-                    #[cfg(test)]
-                    Msg::Exec(sql, reply) => {
-                        self.commit(&mut ops);
-                        let r = lock(&self.conn)
-                            .execute_batch(&sql)
-                            .map_err(|source| self.write_err(source));
-                        let _ = reply.send(r);
-                    }
-                    #[cfg(test)]
-                    Msg::FailLogs(reply) => {
-                        self.commit(&mut ops);
-                        if let Some(logs) = &mut self.logs {
-                            logs.fail = true;
-                        }
-                        let _ = reply.send(Ok(()));
-                    }
-                }
-                if ops.len() < MAX_BATCH {
-                    next = self.rx.try_recv().ok();
+            self.take(first, &mut ops);
+            self.drain(&mut ops);
+            // A steady stream of writes is committed every COMMIT_INTERVAL, not each time
+            // the queue runs dry: a commit's fixed cost (locks, the WAL's pages for the
+            // children rows, checkpoints) is paid per transaction. Not when the queue may be
+            // filling up (a small queue), nor after a pause (the first write commits at once).
+            if !ops.is_empty() && ops.len() < self.queue_ops / 2 {
+                let since = last_commit.map_or(COMMIT_INTERVAL, |t| t.elapsed());
+                if since < COMMIT_INTERVAL {
+                    std::thread::sleep(COMMIT_INTERVAL - since);
+                    self.drain(&mut ops);
                 }
             }
-            self.commit(&mut ops);
+            if !ops.is_empty() {
+                self.commit(&mut ops);
+                last_commit = Some(Instant::now());
+            }
         }
         if let Mode::Disabled { dropped, .. } = self.mode {
             if dropped > 0 {
@@ -167,6 +152,52 @@ impl Writer {
                     "store {}: {dropped} write(s) were not stored",
                     self.shared.location
                 );
+            }
+        }
+    }
+
+    /// Handle one message: queue a write, or answer a request (after committing what is
+    /// queued, so the answer sees it).
+    fn take(&mut self, msg: Msg, ops: &mut Vec<StoreOp>) {
+        match msg {
+            Msg::Op(op) => ops.push(op),
+            Msg::Flush(reply) => {
+                self.commit(ops);
+                let _ = reply.send(self.durability());
+            }
+            Msg::Prune {
+                max_age,
+                max_bytes,
+                reply,
+            } => {
+                self.commit(ops);
+                let _ = reply.send(self.prune(max_age, max_bytes));
+            }
+            #[cfg(test)]
+            Msg::Exec(sql, reply) => {
+                self.commit(ops);
+                let r = lock(&self.conn)
+                    .execute_batch(&sql)
+                    .map_err(|source| self.write_err(source));
+                let _ = reply.send(r);
+            }
+            #[cfg(test)]
+            Msg::FailLogs(reply) => {
+                self.commit(ops);
+                if let Some(logs) = &mut self.logs {
+                    logs.fail = true;
+                }
+                let _ = reply.send(Ok(()));
+            }
+        }
+    }
+
+    /// Take whatever is queued, up to a batch.
+    fn drain(&mut self, ops: &mut Vec<StoreOp>) {
+        while ops.len() < MAX_BATCH {
+            match self.rx.try_recv() {
+                Ok(msg) => self.take(msg, ops),
+                Err(_) => break,
             }
         }
     }
