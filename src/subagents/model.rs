@@ -222,13 +222,17 @@ pub struct Registry {
     tool_owner: PairMap<String>,
     /// Every tool call id in `by_spawn` and `tool_owner`, for a quick byte test.
     tool_ids: HashSet<String>,
+    /// Child id → the `by_spawn` and `tool_owner` keys that were pointed at it, so that
+    /// forgetting a child does not scan every map.
+    keys_of: HashMap<String, Vec<Pair>>,
 }
 
 impl Registry {
     pub fn insert(&mut self, child: Child) {
         self.tool_ids.insert(child.spawn_id.clone());
-        self.by_spawn
-            .insert(Pair::new(&child.root, &child.spawn_id), child.id.clone());
+        let key = Pair::new(&child.root, &child.spawn_id);
+        self.note_key(&child.id, key.clone());
+        self.by_spawn.insert(key, child.id.clone());
         if let Some(agent_child) = &child.agent_child {
             self.by_agent_child
                 .insert(agent_child.clone(), child.id.clone());
@@ -262,9 +266,20 @@ impl Registry {
     /// also tagged with the parent's tool-use id).
     pub fn alias_spawn(&mut self, session: &str, tool_call_id: &str, child: &str) {
         self.tool_ids.insert(tool_call_id.to_owned());
-        self.by_spawn
-            .entry(Pair::new(session, tool_call_id))
-            .or_insert_with(|| child.to_owned());
+        if !self.by_spawn.contains_key(&PairRef(session, tool_call_id)) {
+            let key = Pair::new(session, tool_call_id);
+            self.note_key(child, key.clone());
+            self.by_spawn.insert(key, child.to_owned());
+        }
+    }
+
+    fn note_key(&mut self, child: &str, key: Pair) {
+        match self.keys_of.get_mut(child) {
+            Some(keys) => keys.push(key),
+            None => {
+                self.keys_of.insert(child.to_owned(), vec![key]);
+            }
+        }
     }
 
     pub fn tool_owner(&self, session: &str, tool_call_id: &str) -> Option<&str> {
@@ -274,9 +289,13 @@ impl Registry {
     }
 
     pub fn set_tool_owner(&mut self, session: &str, tool_call_id: &str, child: &str) {
+        if self.tool_owner(session, tool_call_id) == Some(child) {
+            return;
+        }
         self.tool_ids.insert(tool_call_id.to_owned());
-        self.tool_owner
-            .insert(Pair::new(session, tool_call_id), child.to_owned());
+        let key = Pair::new(session, tool_call_id);
+        self.note_key(child, key.clone());
+        self.tool_owner.insert(key, child.to_owned());
     }
 
     /// Whether the client-facing id names an agent session (not one of ours).
@@ -309,24 +328,27 @@ impl Registry {
     /// Forget a child and every lookup that leads to it (it stays in the durable store).
     pub fn remove(&mut self, id: &str) -> Option<Child> {
         let child = self.children.remove(id)?;
-        let mut gone: Vec<String> = Vec::new();
-        self.by_spawn.retain(|Pair(_, tool), v| {
-            let keep = v != id;
-            if !keep {
-                gone.push(tool.clone());
+        // Only keys still pointing at this child: another may have taken one over since.
+        for key in self.keys_of.remove(id).unwrap_or_default() {
+            let mut gone = false;
+            for map in [&mut self.by_spawn, &mut self.tool_owner] {
+                if map.get(&key).is_some_and(|v| v == id) {
+                    map.remove(&key);
+                    gone = true;
+                }
             }
-            keep
-        });
-        self.tool_owner.retain(|Pair(_, tool), v| {
-            let keep = v != id;
-            if !keep {
-                gone.push(tool.clone());
+            if gone {
+                self.tool_ids.remove(&key.1);
             }
-            keep
-        });
-        self.by_agent_child.retain(|_, v| v != id);
-        for tool in gone {
-            self.tool_ids.remove(&tool);
+        }
+        if let Some(agent_child) = &child.agent_child {
+            if self
+                .by_agent_child
+                .get(agent_child)
+                .is_some_and(|v| v == id)
+            {
+                self.by_agent_child.remove(agent_child);
+            }
         }
         Some(child)
     }
@@ -339,6 +361,7 @@ impl Registry {
             ("by_agent_child", self.by_agent_child.len()),
             ("tool_owner", self.tool_owner.len()),
             ("tool_ids", self.tool_ids.len()),
+            ("keys_of", self.keys_of.len()),
         ]
     }
 
