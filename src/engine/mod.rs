@@ -214,11 +214,14 @@ pub struct Engine {
 /// Child ids remembered as already looked up in the store, at most.
 const STORE_TRIED_MAX: usize = 4096;
 
-/// A bounded set that forgets its oldest members.
+/// A bounded set that forgets its oldest members: the last [`RecentSet::CAPACITY`] to
+/// [`RecentSet::CAPACITY`] × 2 inserted, kept as two generations (when the newer one is full
+/// it becomes the older, and the older is dropped), so an insert is one hash insert, with no
+/// queue of keys beside the set.
 #[derive(Debug, Default)]
 struct RecentSet {
-    set: PairSet,
-    order: std::collections::VecDeque<Pair>,
+    newer: PairSet,
+    older: PairSet,
 }
 
 impl RecentSet {
@@ -228,18 +231,19 @@ impl RecentSet {
         if self.contains(session, id) {
             return;
         }
-        let key = Pair::new(session, id);
-        self.set.insert(key.clone());
-        self.order.push_back(key);
-        if self.order.len() > Self::CAPACITY {
-            if let Some(old) = self.order.pop_front() {
-                self.set.remove(&old);
-            }
+        if self.newer.len() >= Self::CAPACITY {
+            self.older = std::mem::take(&mut self.newer);
         }
+        self.newer.insert(Pair::new(session, id));
     }
 
     fn contains(&self, session: &str, id: &str) -> bool {
-        self.set.contains(&PairRef(session, id))
+        let key = PairRef(session, id);
+        self.newer.contains(&key) || self.older.contains(&key)
+    }
+
+    fn len(&self) -> usize {
+        self.newer.len() + self.older.len()
     }
 }
 
@@ -502,7 +506,7 @@ impl Engine {
             ("passthrough_spawns", self.passthrough_spawns.len()),
             ("finished", self.finished.len()),
             ("replay_cards", self.replay_cards.len()),
-            ("parent_tools", self.parent_tools.set.len()),
+            ("parent_tools", self.parent_tools.len()),
         ]);
         sizes
     }
