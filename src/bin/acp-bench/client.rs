@@ -189,6 +189,15 @@ fn spawn(env: &Env, relay: Relay, agent_args: &[String]) -> anyhow::Result<Topol
                     _ => {}
                 }
             }
+            let mut transcripts = store.clone().into_os_string();
+            transcripts.push("-transcripts");
+            match std::fs::remove_dir_all(&transcripts) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(e)
+                        .with_context(|| format!("removing {}", transcripts.to_string_lossy()))
+                }
+                _ => {}
+            }
             let store_path = if env.store_in_memory {
                 "\"memory\"".to_owned()
             } else {
