@@ -1,8 +1,6 @@
 //! Carrying out the engine's actions: the one place where frames leave for a peer, notes
 //! reach the log and the dump, and the store is written and read.
 
-use std::collections::VecDeque;
-
 use bytes::Bytes;
 
 use crate::dump::{Direction, Dump};
@@ -27,8 +25,10 @@ pub fn execute(
     dump: &Option<Dump>,
     store: Option<&Store>,
 ) {
-    let mut queue: VecDeque<Action> = actions.drain(..).collect();
-    while let Some(action) = queue.pop_front() {
+    // Taken out and put back, so the caller's vector keeps its capacity.
+    let mut list = std::mem::take(actions);
+    let mut queue = list.drain(..);
+    while let Some(action) = queue.next() {
         match action {
             Action::ToClient(bytes) => {
                 if let Some(d) = dump {
@@ -78,10 +78,15 @@ pub fn execute(
                 };
                 let mut more = Vec::new();
                 engine.child_fetched(child, request, now, &mut more);
-                for a in more.into_iter().rev() {
-                    queue.push_front(a);
-                }
+                // What the answer produced goes before the actions after it (rare: a child
+                // load; the rest is carried out in one more call).
+                more.extend(queue.by_ref());
+                execute(engine, now, &mut more, send, dump, store);
+                break;
             }
         }
     }
+    drop(queue);
+    list.clear();
+    *actions = list;
 }
