@@ -93,7 +93,8 @@ fn read_params(text: &str, at: usize, outer: usize) -> Option<(UpdateFrame<'_>, 
 }
 
 /// The update object at `at` and the index after it; `outer` arrays and objects enclose it.
-/// Its keys must be unescaped; of a repeated field the last one counts.
+/// A key written with an escape refuses it (as the serde reading did); of a repeated field the
+/// last one counts.
 fn read_update(text: &str, at: usize, outer: usize) -> Option<(UpdateParts<'_>, usize)> {
     let depth = outer + 1;
     let mut kind = None;
