@@ -72,6 +72,8 @@ pub struct Env {
     /// Child transcripts in an in-memory store instead of a file.
     pub store_in_memory: bool,
     pub workdir: PathBuf,
+    /// Where this invocation's stores go, a fresh one per run (removed when it ends).
+    pub stores: PathBuf,
     pub seed: u64,
 }
 
@@ -177,27 +179,13 @@ fn spawn(env: &Env, relay: Relay, agent_args: &[String]) -> anyhow::Result<Topol
             let slug = relay.name().replace(' ', "-");
             let cfg = env.workdir.join(format!("{slug}.toml"));
             // Each run writes child transcripts to a fresh store of its own: never the
-            // user's, and never one grown by earlier runs.
-            let store = env.workdir.join(format!("{slug}.sqlite3"));
-            for suffix in ["", "-wal", "-shm"] {
-                let mut p = store.clone().into_os_string();
-                p.push(suffix);
-                match std::fs::remove_file(&p) {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                        return Err(e).with_context(|| format!("removing {}", p.to_string_lossy()))
-                    }
-                    _ => {}
-                }
-            }
-            let mut transcripts = store.clone().into_os_string();
-            transcripts.push("-transcripts");
-            match std::fs::remove_dir_all(&transcripts) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(e)
-                        .with_context(|| format!("removing {}", transcripts.to_string_lossy()))
-                }
-                _ => {}
-            }
+            // user's, and never one grown by earlier runs. Nothing is deleted until the whole
+            // invocation ends: creating thousands of files right after deleting thousands is
+            // slow on some file systems (ext4's check of recently deleted inodes), which no
+            // user's store meets at that rate.
+            static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let store = env.stores.join(format!("{slug}-{n}.sqlite3"));
             let store_path = if env.store_in_memory {
                 "\"memory\"".to_owned()
             } else {

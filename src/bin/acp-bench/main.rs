@@ -224,18 +224,38 @@ fn env(args: &RunArgs) -> anyhow::Result<Env> {
         );
     }
     std::fs::create_dir_all(&args.workdir)?;
+    let workdir = args.workdir.canonicalize()?;
+    // Stores left by an invocation that did not finish.
+    for entry in std::fs::read_dir(&workdir)?.flatten() {
+        if entry.file_name().to_string_lossy().starts_with("stores-") {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+    let stores = workdir.join(format!("stores-{}", std::process::id()));
+    std::fs::create_dir_all(&stores)?;
     Ok(Env {
         bench_exe,
         proxy_exe,
         baseline_exe: args.baseline_proxy.clone(),
         store_in_memory: args.store == "memory",
-        workdir: args.workdir.canonicalize()?,
+        workdir,
+        stores,
         seed: args.seed,
     })
 }
 
+/// Removes this invocation's stores when it ends, however it ends.
+struct RemoveStores(PathBuf);
+
+impl Drop for RemoveStores {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 fn run(args: RunArgs) -> anyhow::Result<()> {
     let env = env(&args)?;
+    let _stores = RemoveStores(env.stores.clone());
     let relays: Vec<Relay> = args
         .relays
         .split(',')
