@@ -698,7 +698,7 @@ fn load_child(
     let row = conn
         .prepare_cached(
             "SELECT parent_session_id, spawn_tool_call_id, agent, cwd, title, state,
-                    entry_count, turns, updated_at, log, log_count, log_bytes
+                    entry_count, turns, updated_at, log, log_seq, log_count, log_bytes
              FROM children WHERE child_id = ?1",
         )
         .and_then(|mut stmt| {
@@ -717,6 +717,7 @@ fn load_child(
                         r.get::<_, Option<String>>(9)?,
                         r.get::<_, i64>(10)?,
                         r.get::<_, i64>(11)?,
+                        r.get::<_, i64>(12)?,
                     ),
                 ))
             })
@@ -736,21 +737,25 @@ fn load_child(
     let turns = decode_turns(&turns).map_err(|p| malformed("turns", p))?;
     let entry_count = u32::try_from(entry_count)
         .map_err(|_| malformed("entry_count", format!("{entry_count} is out of range")))?;
-    let mut updates = match log {
-        (Some(name), count, bytes) if count > 0 => {
+    // A file's updates, if any, from seq `log_seq` on.
+    let (log_name, log_seq, log_count, log_bytes) = log;
+    let file = match log_name {
+        Some(name) if log_count > 0 => {
             let dir = logs.ok_or_else(|| {
                 malformed(
                     "transcript file",
                     format!("{name}: no transcript directory"),
                 )
             })?;
-            let (count, bytes) = (count.max(0) as u64, bytes.max(0) as u64);
+            let (count, bytes) = (log_count.max(0) as u64, log_bytes.max(0) as u64);
             dir.read(&name, count, bytes)
                 .map_err(|p| malformed("transcript file", p))?
         }
         _ => Vec::new(),
     };
-    // Rows: a child from before transcript files, or updates after its file's.
+    // Rows: the updates before the file's, and any after them.
+    let mut updates = Vec::new();
+    let mut file = Some(file);
     {
         let mut stmt = conn
             .prepare_cached("SELECT seq, count, body FROM updates WHERE child_id = ?1 ORDER BY seq")
@@ -766,6 +771,11 @@ fn load_child(
             .map_err(read_err)?;
         for row in rows {
             let (seq, count, body) = row.map_err(read_err)?;
+            if seq >= log_seq {
+                if let Some(file) = file.take() {
+                    updates.extend(file);
+                }
+            }
             if count == 1 {
                 updates.push(body);
                 continue;
@@ -783,6 +793,9 @@ fn load_child(
             }
             updates.extend(parts.into_iter().map(str::to_owned));
         }
+    }
+    if let Some(file) = file {
+        updates.extend(file);
     }
     Ok(Some(StoredChild {
         child_id: child_id.to_owned(),

@@ -48,12 +48,13 @@ pub const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE updates ADD COLUMN count INTEGER NOT NULL DEFAULT 1;
     "#,
-    // 3: a file store keeps a child's update texts in a transcript file of its own, one per
-    // line (`logs.rs`): `log` names it, its first `log_count` updates are there, in the first
-    // `log_bytes` bytes. Later updates, if any (a child from before, or one whose writes moved
-    // to memory), are rows.
+    // 3: a file store keeps a child's update texts past its first 32 KiB in a transcript file
+    // of its own, one per line (`logs.rs`): `log` names it; it holds `log_count` updates from
+    // seq `log_seq` on, in its first `log_bytes` bytes. The others (before, and after if the
+    // writes moved to memory) are rows.
     r#"
     ALTER TABLE children ADD COLUMN log TEXT;
+    ALTER TABLE children ADD COLUMN log_seq INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE children ADD COLUMN log_count INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE children ADD COLUMN log_bytes INTEGER NOT NULL DEFAULT 0;
     "#,

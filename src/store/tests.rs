@@ -116,42 +116,60 @@ fn round_trip_in_a_file_and_after_reopening() {
 }
 
 #[test]
-fn a_file_store_keeps_updates_in_transcript_files_not_rows() {
+fn a_file_store_keeps_long_transcripts_in_files_and_short_ones_in_rows() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("store.sqlite3");
     let store = Store::open(&file_cfg(&path)).expect("open");
     let mut want = Vec::new();
+    let pad = "p".repeat(600);
     for i in 0..300 {
-        let text = format!(r#"{{"sessionUpdate":"agent_message_chunk","n":{i},"t":"a\"b\nc"}}"#);
+        let text =
+            format!(r#"{{"sessionUpdate":"agent_message_chunk","n":{i},"t":"a\"b\nc{pad}"}}"#);
         store.submit(append(if i % 3 == 0 { "x" } else { "y" }, &text));
         if i % 3 == 0 {
             want.push(text);
         }
-        // Several batches, so appends meet a file that already holds some.
-        if i % 50 == 0 {
+        // Several batches: the first ones are rows (a child's first 32 KiB), the one that
+        // passes them starts the file, later ones meet a file holding some.
+        if i % 20 == 0 {
             store.flush().expect("flush");
         }
     }
+    // A short child stays in rows.
+    store.submit(append("z", "{}"));
+    store.submit(append("z", "[1]"));
     store.flush().expect("flush");
     let stats = store.stats().expect("stats");
-    assert_eq!(stats.updates, 300);
-    let text_bytes = stats.update_bytes;
-    assert_eq!(
-        stats.transcript_bytes,
-        text_bytes + 300,
-        "texts plus newlines"
-    );
+    assert_eq!(stats.updates, 302);
     drop(store);
 
     let conn = Connection::open(&path).expect("raw open");
-    let rows: i64 = conn
-        .query_row("SELECT count(*) FROM updates", [], |r| r.get(0))
-        .expect("count");
-    assert_eq!(rows, 0);
+    let in_rows = |child: &str| -> i64 {
+        conn.query_row(
+            "SELECT coalesce(sum(count), 0) FROM updates WHERE child_id = ?1",
+            [child],
+            |r| r.get(0),
+        )
+        .expect("rows")
+    };
+    // ~640 bytes each: about 51 updates make the first 32 KiB.
+    let (x_rows, y_rows) = (in_rows("x"), in_rows("y"));
+    assert!((40..=60).contains(&x_rows), "x: {x_rows} updates in rows");
+    assert!((40..=60).contains(&y_rows), "y: {y_rows} updates in rows");
+    assert_eq!(in_rows("z"), 2, "a short child is rows only");
+    let (in_files, file_bytes): (i64, i64) = conn
+        .query_row(
+            "SELECT sum(log_count), sum(log_bytes) FROM children",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("files");
+    assert_eq!(x_rows + y_rows + in_files, 300);
+    assert_eq!(stats.transcript_bytes as i64, file_bytes);
     let files = std::fs::read_dir(LogDir::of_store(&path).path())
         .expect("transcripts")
         .count();
-    assert_eq!(files, 2, "one file per child");
+    assert_eq!(files, 2, "one file per long child");
     drop(conn);
 
     let store = Store::open(&file_cfg(&path)).expect("reopen");
@@ -168,6 +186,10 @@ fn a_file_store_keeps_updates_in_transcript_files_not_rows() {
             .len(),
         200
     );
+    assert_eq!(
+        store.child("z").expect("read").expect("stored").updates,
+        ["{}", "[1]"]
+    );
 }
 
 #[test]
@@ -175,7 +197,7 @@ fn a_missing_transcript_file_is_reported_not_misread() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("store.sqlite3");
     let store = Store::open(&file_cfg(&path)).expect("open");
-    store.submit(append("c", "{}"));
+    store.submit(append("c", &format!("\"{}\"", "x".repeat(40 * 1024))));
     store.flush().expect("flush");
     std::fs::remove_dir_all(LogDir::of_store(&path).path()).expect("rm");
     let err = store.child("c").expect_err("malformed");
@@ -302,7 +324,7 @@ fn new_files_and_directories_are_private() {
     let path = dir.path().join("state/acp-proxy/store.sqlite3");
     let store = Store::open(&file_cfg(&path)).expect("open");
     store.submit(upsert("c", "p", None, "running"));
-    store.submit(append("c", "{}"));
+    store.submit(append("c", &format!("\"{}\"", "x".repeat(40 * 1024))));
     store.flush().expect("flush");
     let mode = |p: &Path| std::fs::metadata(p).expect("metadata").permissions().mode() & 0o777;
     assert_eq!(mode(&path), 0o600);

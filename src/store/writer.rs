@@ -26,6 +26,9 @@ use super::{
 const RETENTION_INTERVAL: Duration = Duration::from_secs(3600);
 /// Most writes in one transaction, to keep transactions short.
 const MAX_BATCH: usize = 1000;
+/// A child's texts are rows up to this size, and go to a transcript file beyond: most
+/// children are short, and a file each would cost a file creation each.
+const FILE_MIN_BYTES: i64 = 32 * 1024;
 /// Under a steady stream of writes, the shortest time between two commits.
 const COMMIT_INTERVAL: Duration = Duration::from_millis(2);
 /// Attempts at a batch that keeps meeting another process's lock (each waits the busy
@@ -402,8 +405,9 @@ fn apply_batch(
     Ok(tx.commit()?)
 }
 
-/// Append several updates to one child: to its transcript file while the file holds all of
-/// its updates so far, else as rows.
+/// Append several updates to one child: to its transcript file while the file holds its
+/// latest updates, else as rows. A child's first [`FILE_MIN_BYTES`] are rows; the batch that
+/// passes them starts the file.
 fn append_run(
     conn: &Connection,
     child_id: &str,
@@ -414,10 +418,10 @@ fn append_run(
     ensure_child(conn, child_id, now)?;
     let bytes: i64 = bodies.iter().map(|b| b.len() as i64).sum();
     if let Some(logs) = logs {
-        let (count, log, log_count, log_bytes) = conn
+        let (count, log, log_seq, log_count, log_bytes, stored_bytes) = conn
             .prepare_cached(
-                "SELECT update_count, log, log_count, log_bytes FROM children
-                 WHERE child_id = ?1",
+                "SELECT update_count, log, log_seq, log_count, log_bytes, update_bytes
+                 FROM children WHERE child_id = ?1",
             )?
             .query_row([child_id], |r| {
                 Ok((
@@ -425,6 +429,8 @@ fn append_run(
                     r.get::<_, Option<String>>(1)?,
                     r.get::<_, i64>(2)?,
                     r.get::<_, i64>(3)?,
+                    r.get::<_, i64>(4)?,
+                    r.get::<_, i64>(5)?,
                 ))
             })?;
         // A text with a raw newline (never seen on the wire) would split into two lines: it
@@ -432,16 +438,24 @@ fn append_run(
         let one_line_each = bodies
             .iter()
             .all(|b| memchr::memchr(b'\n', b.as_bytes()).is_none());
-        if count == log_count && one_line_each {
-            let name = log.unwrap_or_else(super::logs::LogDir::new_name);
-            let at = u64::try_from(log_bytes).unwrap_or(0);
+        // The file holds the child's latest updates (none after it in rows), or this batch
+        // takes a child without a file past FILE_MIN_BYTES.
+        let file_has_tail = log.is_some() && count == log_seq + log_count;
+        let starts_file = log.is_none() && stored_bytes + bytes >= FILE_MIN_BYTES;
+        if one_line_each && (file_has_tail || starts_file) {
+            let (name, log_seq, log_count, at) = match log {
+                Some(name) => (name, log_seq, log_count, log_bytes),
+                None => (super::logs::LogDir::new_name(), count, 0, 0),
+            };
+            let at = u64::try_from(at).unwrap_or(0);
             let written = logs.append(&name, at, bodies).map_err(BatchError::Log)?;
             conn.prepare_cached(
                 "UPDATE children SET update_count = update_count + ?2,
                                      update_bytes = update_bytes + ?3,
                                      log = ?4,
-                                     log_count = log_count + ?2,
-                                     log_bytes = log_bytes + ?5
+                                     log_seq = ?5,
+                                     log_count = ?6,
+                                     log_bytes = ?7
                  WHERE child_id = ?1",
             )?
             .execute(params![
@@ -449,7 +463,9 @@ fn append_run(
                 bodies.len() as i64,
                 bytes,
                 name,
-                written as i64
+                log_seq,
+                log_count + bodies.len() as i64,
+                (at + written) as i64
             ])?;
             return Ok(());
         }
