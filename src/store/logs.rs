@@ -1,5 +1,6 @@
-//! Transcript files: a file store keeps each child's update texts in an append-only file of
-//! its own, one text per line, beside the database (`<store>-transcripts/`).
+//! Transcript files: a file store keeps a child's update texts past its first 32 KiB in an
+//! append-only file of its own, one text per line, beside the database
+//! (`<store>-transcripts/`).
 //!
 //! Why not rows: in SQLite every stored byte is written twice (the WAL, then the checkpoint's
 //! copy into the database), checksummed, and forced to the disk at every checkpoint, page by
@@ -7,12 +8,12 @@
 //! the proxy could relay subagent traffic (`docs/performance.md`). A file append writes each
 //! byte once, in one system call per batch.
 //!
-//! The database stays the source of truth: a child's row names its file (`log`), how many of
-//! its first updates the file holds (`log_count`) and the file's committed length
-//! (`log_bytes`). The writer appends and updates the row in the same `BEGIN IMMEDIATE`
-//! transaction, so appends from several processes are serialised by SQLite's write lock, and
-//! bytes past `log_bytes` (a batch that never committed) are never read and are cut off by
-//! the next append.
+//! The database stays the source of truth: a child's row names its file (`log`), the seq of
+//! its first update there (`log_seq`), how many updates it holds (`log_count`) and its
+//! committed length (`log_bytes`). The writer appends and updates the row in the same
+//! `BEGIN IMMEDIATE` transaction, so appends from several processes are serialised by
+//! SQLite's write lock, and bytes past `log_bytes` (a batch that never committed) are never
+//! read and are cut off by the next append.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;

@@ -1,9 +1,10 @@
 //! Durable child transcripts, so that a child `session/load` works after the editor and the
 //! proxy restart.
 //!
-//! An SQLite database (WAL mode) kept off the relay's hot path: [`Store::submit`] queues a
-//! write for a dedicated writer thread, which applies queued writes in order, one short
-//! transaction per batch. Reads ([`Store::child`], [`Store::children_of`]) use their own
+//! An SQLite database (WAL mode), with long transcripts in append-only files beside it
+//! (`logs.rs`), kept off the relay's hot path: [`Store::submit`] queues a write for a
+//! dedicated writer thread, which applies queued writes in order, one short transaction per
+//! batch. Reads ([`Store::child`], [`Store::children_of`]) use their own
 //! connection and are meant for the `session/load` path only. [`StoreLocation::Memory`] gives
 //! the same API without a file, so the engine never has to care which one it has.
 //!
