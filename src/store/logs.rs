@@ -71,7 +71,7 @@ impl LogDir {
         format!("{a:016x}{b:016x}{SUFFIX}")
     }
 
-    /// The first `count` updates of a child, from the first `bytes` bytes of its file.
+    /// The `count` updates a file holds in its first `bytes` bytes (its committed part).
     pub(super) fn read(&self, name: &str, count: u64, bytes: u64) -> Result<Vec<String>, String> {
         let path = self
             .file(name)
@@ -162,6 +162,36 @@ impl LogDir {
     }
 }
 
+/// The open file `name` (at `path`, in `dir`) from the cache, opened (and the directory
+/// made) if it is not there.
+fn open_file<'c>(
+    open: &'c mut HashMap<String, File>,
+    dir: &Path,
+    name: &str,
+    path: &Path,
+) -> io::Result<&'c File> {
+    if !open.contains_key(name) {
+        if open.len() >= OPEN_FILES_MAX {
+            open.clear();
+        }
+        if !dir.is_dir() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(path)?;
+        open.insert(name.to_owned(), file);
+    }
+    open.get(name)
+        .ok_or_else(|| io::Error::other("transcript file cache"))
+}
+
 /// A transcript-file write that failed.
 #[derive(Debug)]
 pub(super) struct LogError {
@@ -211,50 +241,23 @@ impl LogWriter {
             return Err(err(io::Error::from_raw_os_error(28)));
         }
         // One write per batch; the buffer is kept for the next one.
-        let mut buf = std::mem::take(&mut self.buf);
-        buf.clear();
+        self.buf.clear();
         for b in bodies {
-            buf.extend_from_slice(b.as_bytes());
-            buf.push(b'\n');
+            self.buf.extend_from_slice(b.as_bytes());
+            self.buf.push(b'\n');
         }
-        let result = self.open_file(name, &path).and_then(|file| {
+        let result = open_file(&mut self.open, &self.dir.dir, name, &path).and_then(|file| {
             if file.metadata()?.len() != at {
                 file.set_len(at)?;
             }
-            file.write_all_at(&buf, at)
+            file.write_all_at(&self.buf, at)
         });
-        let written = buf.len() as u64;
-        self.buf = buf;
         if let Err(e) = result {
             // The next attempt opens the file afresh.
             self.open.remove(name);
             return Err(err(e));
         }
-        Ok(written)
-    }
-
-    fn open_file(&mut self, name: &str, path: &Path) -> io::Result<&File> {
-        if !self.open.contains_key(name) {
-            if self.open.len() >= OPEN_FILES_MAX {
-                self.open.clear();
-            }
-            if !self.dir.dir.is_dir() {
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(&self.dir.dir)?;
-            }
-            let file = std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600)
-                .open(path)?;
-            self.open.insert(name.to_owned(), file);
-        }
-        self.open
-            .get(name)
-            .ok_or_else(|| io::Error::other("transcript file cache"))
+        Ok(self.buf.len() as u64)
     }
 
     /// Forget open files (their children were deleted).
