@@ -551,6 +551,7 @@ impl Store {
                 .pragma_query_value(None, "user_version", |r| r.get(0))
                 .map_err(read_err)?;
             let pages = retention::page_usage(conn).map_err(read_err)?;
+            let used_bytes = retention::used_bytes(conn).map_err(read_err)?;
             let (children, updates, update_bytes, transcript_bytes, oldest, newest) = conn
                 .query_row(
                     "SELECT count(*), coalesce(sum(update_count), 0),
@@ -576,7 +577,7 @@ impl Store {
                 schema_version,
                 file_bytes,
                 wal_bytes,
-                used_bytes: pages.used_bytes() + transcript_bytes,
+                used_bytes,
                 free_bytes: pages.free_bytes(),
                 children: children.max(0) as u64,
                 updates: updates.max(0) as u64,
