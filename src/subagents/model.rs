@@ -274,12 +274,7 @@ impl Registry {
     }
 
     fn note_key(&mut self, child: &str, key: Pair) {
-        match self.keys_of.get_mut(child) {
-            Some(keys) => keys.push(key),
-            None => {
-                self.keys_of.insert(child.to_owned(), vec![key]);
-            }
-        }
+        self.keys_of.entry_ref(child).or_default().push(key);
     }
 
     pub fn tool_owner(&self, session: &str, tool_call_id: &str) -> Option<&str> {
