@@ -86,7 +86,7 @@ pub fn execute(
             }
         }
     }
+    // Every action was taken out (a child load's call took the rest), so `list` is empty.
     drop(queue);
-    list.clear();
     *actions = list;
 }
