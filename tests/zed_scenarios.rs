@@ -690,3 +690,44 @@ fn the_parents_own_permission_requests_never_wait() {
     );
     assert!(h.engine.poll_timeout().is_none(), "nothing held");
 }
+
+#[test]
+fn the_parents_tool_call_updates_pass_byte_for_byte_while_a_child_runs() {
+    let mut h = Harness::new(zed_cfg());
+    start(&mut h, true);
+    spawn(&mut h, S, "sp", None, "task");
+    child_tool(&mut h, "sp", "c1", "Read c");
+    h.update(S, json!({"sessionUpdate": "tool_call", "toolCallId": "p1", "title": "Run tests", "kind": "execute"}));
+    // The parent's own updates, one quoting a child's tool call id deep in its output (the
+    // byte test cannot tell where a key sits: that one is parsed, and still stays the parent's).
+    let plain = json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": S,
+        "update": {"sessionUpdate": "tool_call_update", "toolCallId": "p1", "status": "completed",
+        "content": [{"type": "content", "content": {"type": "text", "text": "ok \u{e9} \"q\""}}]}}});
+    let quoting = json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": S,
+        "update": {"sessionUpdate": "tool_call_update", "toolCallId": "p1",
+        "rawOutput": {"log": [{"toolCallId": "c1"}]}}}});
+    for msg in [&plain, &quoting] {
+        let sent = support::harness::line(msg);
+        h.agent(msg.clone());
+        assert_eq!(h.to_client.last(), Some(&sent), "passed unchanged");
+    }
+    // A child's post-hook update (no parent id) is still attributed by its tool call id.
+    let before = h.to_client.len();
+    h.update(
+        S,
+        json!({"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "failed",
+        "_meta": {"claudeCode": {"toolName": "Read"}}}),
+    );
+    assert_eq!(
+        h.to_client.len(),
+        before,
+        "the child's update stays out of the parent"
+    );
+    let child = child_session_id(S, "sp");
+    assert_eq!(
+        child_entries(&mut h, &child),
+        vec!["user:do task", "tool:c1:failed"]
+    );
+    let parent = &h.zed.threads[S];
+    assert!(parent.tool_calls().all(|t| t.id != "c1"));
+}

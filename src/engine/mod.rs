@@ -459,6 +459,13 @@ impl Engine {
                 if !found.has(kind::TOOL_CALL) {
                     return true;
                 }
+                if !found.has(kind::NEW_TOOL_CALL) {
+                    // Only updates of tool calls: one concerns a subagent only when it names a
+                    // spawn or a child's tool call (no spawn starts, nothing held is released).
+                    // The parent's updates while children run, most bytes of a delegating
+                    // turn, pass without a parse.
+                    return !self.reg.may_know_tool_in(frame);
+                }
                 // A tool call: it may start a subagent, belong to a child, or be waited for
                 // by a held permission request (then the parent's tool calls are tracked).
                 self.held.is_empty()

@@ -29,6 +29,9 @@ pub mod kind {
     pub const ID: u16 = 1;
     /// `"tool_call…`: a tool call or an update of one.
     pub const TOOL_CALL: u16 = 1 << 1;
+    /// `"tool_call"` itself, as a new tool call's kind is written: a frame without it
+    /// announces no tool call (an update names `"tool_call_update"`).
+    pub const NEW_TOOL_CALL: u16 = 1 << 7;
     /// `subagent…`: a standard subagent update kind or Zed's meta.
     pub const SUBAGENT: u16 = 1 << 2;
     /// `session_message`: a message between sessions.
@@ -86,6 +89,7 @@ impl Signals {
         let mut add = |p: &str, k: u16| *patterns.entry(p.to_owned()).or_default() |= k;
         add("\"id\"", kind::ID);
         add("\"tool_call", kind::TOOL_CALL);
+        add("\"tool_call\"", kind::NEW_TOOL_CALL);
         add("subagent", kind::SUBAGENT);
         add("session_message", kind::SESSION_MESSAGE);
         for m in parent_markers {
@@ -154,11 +158,11 @@ mod tests {
         assert!(!f.has(kind::TOOL_CALL | kind::PARENT));
         let f = s.scan(br#"{"method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","_meta":{"parentToolUseId":"t"}}}}"#);
         assert!(f.has(kind::TOOL_CALL) && f.has(kind::PARENT));
-        assert!(!f.has(kind::ID | kind::SPAWN));
+        assert!(!f.has(kind::ID | kind::SPAWN | kind::NEW_TOOL_CALL));
         let f = s.scan(
             br#"{"method":"session/update","params":{"update":{"sessionUpdate":"tool_call"}}}"#,
         );
-        assert!(f.has(kind::TOOL_CALL) && !f.has(kind::ID));
+        assert!(f.has(kind::TOOL_CALL) && f.has(kind::NEW_TOOL_CALL) && !f.has(kind::ID));
         // A pattern inside a longer match elsewhere is still found.
         let f = s.scan(br#"{"a":"xsubagent_typesession_message"}"#);
         assert!(f.has(kind::SUBAGENT) && f.has(kind::SESSION_MESSAGE));
