@@ -2,7 +2,6 @@
 //! spawn cards get Zed's meta, and requests reach the client under a session it knows.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 
 use bytes::Bytes;
 use serde::Deserialize;
@@ -15,6 +14,7 @@ use super::{
     card_for, frames, synthesized_card_for, Action, Engine, LiveChildEvents, Millis, Mode,
     NoteLevel,
 };
+use crate::shared_text::SharedText;
 use crate::subagents::ids;
 use crate::subagents::model::{Child, ChildState};
 use crate::subagents::pair::{Pair, PairRef};
@@ -22,13 +22,13 @@ use crate::subagents::persist::StoreOp;
 use crate::subagents::{transcript, zed};
 
 /// A child's event on its way into the child thread.
-struct ChildEvent {
-    kind: String,
-    tool: Option<String>,
-    title: Option<String>,
+struct ChildEvent<'a> {
+    kind: Cow<'a, str>,
+    tool: Option<Cow<'a, str>>,
+    title: Option<Cow<'a, str>>,
     has_status: bool,
-    /// The update's JSON text as it will be replayed (shared by the thread and the store).
-    text: Arc<str>,
+    /// The update's JSON text as it will be replayed (handed to the store uncopied).
+    text: SharedText,
     /// The parsed update, when the router built one.
     value: Option<Value>,
 }
@@ -117,34 +117,36 @@ impl Engine {
         out: &mut Vec<Action>,
     ) {
         let raw = fields.raw;
-        let sid = session_id.to_owned();
-        let kind = fields.kind.to_string();
-        let tool = fields.tool_call_id.as_deref().map(str::to_owned);
+        // Borrowed from the frame (copies only when the agent escaped them): no allocation
+        // for the fields every update is routed by.
+        let sid = session_id;
+        let (kind, tool) = (fields.kind.clone(), fields.tool_call_id.clone());
+        let (kind, tool) = (kind.as_ref(), tool.as_deref());
         let parse_update = || serde_json::from_str::<Value>(raw).ok();
         let names_parent = found.has(scan::kind::PARENT);
 
-        match kind.as_str() {
+        match kind {
             "subagent_update" | "subagent_spawned" | "subagent_state_update" => {
                 // Zed's decoder rejects these kinds: they become cards, never pass through.
-                self.standard_announce(&sid, parse_update(), out);
+                self.standard_announce(sid, parse_update(), out);
                 return;
             }
             "session_message" | "session_message_chunk" => {
-                self.session_message(&sid, parse_update(), out);
+                self.session_message(sid, parse_update(), out);
                 return;
             }
             _ => {}
         }
-        if let Some(cid) = self.reg.by_agent_child(&sid).map(str::to_owned) {
-            self.child_event_raw(&cid, &sid, fields, found, frame, now, out);
+        if let Some(cid) = self.reg.by_agent_child(sid).map(str::to_owned) {
+            self.child_event_raw(&cid, sid, fields, found, frame, now, out);
             return;
         }
         if let Some(t) = &tool {
-            if let Some(cid) = self.reg.by_spawn(&sid, t).map(str::to_owned) {
-                self.spawn_event(&cid, &kind, parse_update(), out);
+            if let Some(cid) = self.reg.by_spawn(sid, t).map(str::to_owned) {
+                self.spawn_event(&cid, kind, parse_update(), out);
                 return;
             }
-            if let Some(owner) = self.reg.tool_owner(&sid, t).map(str::to_owned) {
+            if let Some(owner) = self.reg.tool_owner(sid, t).map(str::to_owned) {
                 // An explicit parent id wins over attribution by id: two children may use the
                 // same tool call id.
                 let named = if names_parent {
@@ -154,12 +156,12 @@ impl Engine {
                             let update = parse_update()?;
                             self.detector.parent_ref(&update).map(str::to_owned)
                         })
-                        .and_then(|r| self.reg.by_spawn(&sid, &r).map(str::to_owned))
+                        .and_then(|r| self.reg.by_spawn(sid, &r).map(str::to_owned))
                 } else {
                     None
                 };
                 let cid = named.unwrap_or(owner);
-                self.child_event_raw(&cid, &sid, fields, found, frame, now, out);
+                self.child_event_raw(&cid, sid, fields, found, frame, now, out);
                 return;
             }
         }
@@ -167,9 +169,9 @@ impl Engine {
         let may_spawn = kind == "tool_call" && found.has(scan::kind::SPAWN);
         if !names_parent && !may_spawn {
             out.push(Action::ToClient(frame));
-            if let (Some(t), "tool_call") = (&tool, kind.as_str()) {
-                self.parent_tools.insert(&sid, t);
-                self.release_held(&sid, t, now, out);
+            if let (Some(t), "tool_call") = (tool, kind) {
+                self.parent_tools.insert(sid, t);
+                self.release_held(sid, t, now, out);
             }
             return;
         }
@@ -178,10 +180,10 @@ impl Engine {
             if let Some(cid) = self
                 .detector
                 .parent_ref_raw(raw, fields.meta)
-                .and_then(|r| self.reg.by_spawn(&sid, &r))
+                .and_then(|r| self.reg.by_spawn(sid, &r))
                 .map(str::to_owned)
             {
-                self.child_event_raw(&cid, &sid, fields, found, frame, now, out);
+                self.child_event_raw(&cid, sid, fields, found, frame, now, out);
                 return;
             }
         }
@@ -190,13 +192,10 @@ impl Engine {
             return;
         };
         if let Some(parent_ref) = self.detector.parent_ref(&update).map(str::to_owned) {
-            match self.reg.by_spawn(&sid, &parent_ref).map(str::to_owned) {
-                Some(cid) => self.child_event(&cid, &sid, Some(update), frame, now, out),
+            match self.reg.by_spawn(sid, &parent_ref).map(str::to_owned) {
+                Some(cid) => self.child_event(&cid, sid, Some(update), frame, now, out),
                 // A spawn over a limit: its child's events pass through as the agent sent them.
-                None if self
-                    .passthrough_spawns
-                    .contains(&PairRef(&sid, &parent_ref)) =>
-                {
+                None if self.passthrough_spawns.contains(&PairRef(sid, &parent_ref)) => {
                     out.push(Action::ToClient(frame));
                 }
                 None => {
@@ -214,19 +213,19 @@ impl Engine {
         }
         if kind == "tool_call" {
             if let (Some(t), Some(tool_name)) = (&tool, self.detector.spawn_tool_name(&update)) {
-                if self.spawn_allowed(&sid, &sid, t, out) {
-                    self.new_spawn(&sid, &sid, &sid, t, tool_name, update, out);
+                if self.spawn_allowed(sid, sid, t, out) {
+                    self.new_spawn(sid, sid, sid, t, tool_name, update, out);
                 } else {
                     out.push(Action::ToClient(frame));
                 }
-                self.release_held(&sid, t, now, out);
+                self.release_held(sid, t, now, out);
                 return;
             }
         }
         out.push(Action::ToClient(frame));
-        if let (Some(t), "tool_call") = (&tool, kind.as_str()) {
-            self.parent_tools.insert(&sid, t);
-            self.release_held(&sid, t, now, out);
+        if let (Some(t), "tool_call") = (tool, kind) {
+            self.parent_tools.insert(sid, t);
+            self.release_held(sid, t, now, out);
         }
     }
 
@@ -407,11 +406,11 @@ impl Engine {
             zed::strip_meta(&mut update);
         }
         let event = ChildEvent {
-            title: str_field(&update, "title").map(str::to_owned),
+            title: str_field(&update, "title").map(|t| Cow::Owned(t.to_owned())),
             has_status: update.get("status").is_some(),
             text: update.to_string().into(),
-            kind,
-            tool,
+            kind: Cow::Owned(kind),
+            tool: tool.map(Cow::Owned),
             value: Some(update),
         };
         self.child_record(cid, root, event, frame, now, out);
@@ -447,11 +446,11 @@ impl Engine {
             return;
         }
         let event = ChildEvent {
-            kind: head.kind.into_owned(),
-            tool: head.tool_call_id.map(Cow::into_owned),
-            title: head.title.map(Cow::into_owned),
+            kind: head.kind,
+            tool: head.tool_call_id,
+            title: head.title,
             has_status: head.has_status,
-            text: Arc::from(raw),
+            text: SharedText::within(&frame, raw),
             value: None,
         };
         self.child_record(cid, root, event, frame, now, out);
@@ -462,7 +461,7 @@ impl Engine {
         &mut self,
         cid: &str,
         root: &str,
-        event: ChildEvent,
+        event: ChildEvent<'_>,
         frame: Bytes,
         now: Millis,
         out: &mut Vec<Action>,
@@ -491,13 +490,15 @@ impl Engine {
                 .as_deref()
                 .is_some_and(|t| !child.entries.knows_tool(t));
         let entries_before = child.entries.count();
-        let parent = child.parent.clone();
         let standard = child.agent_child.is_some();
-        if let (Some(t), "tool_call") = (&tool, kind.as_str()) {
+        // Cloned only on the less common paths below: most events need no parent id.
+        let parent_of = |c: &Child| c.parent.clone();
+        let flat_parent = (self.cfg.live_child_events == LiveChildEvents::Flat && !replay_skip)
+            .then(|| parent_of(child));
+        if let (Some(t), "tool_call") = (tool.as_deref(), kind.as_ref()) {
             self.reg.set_tool_owner(root, t, cid);
         }
-        let flat = self.cfg.live_child_events == LiveChildEvents::Flat && !replay_skip;
-        if flat {
+        if let Some(parent) = flat_parent {
             if standard {
                 let visible = self.visible_session(&parent);
                 out.push(Action::ToClient(zed::notification_raw(&visible, &text)));
@@ -508,7 +509,10 @@ impl Engine {
         if !replay_skip {
             self.record_text_in(cid, &kind, tool.as_deref(), text, value.as_ref(), out);
         }
-        let nested = self.reg.is_child(&parent);
+        let nested = self
+            .reg
+            .get(cid)
+            .is_some_and(|c| self.reg.is_child(&c.parent));
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
@@ -530,26 +534,29 @@ impl Engine {
             }
         } else if new_step && self.cfg.live_progress && !replaying && !replay_skip {
             child.steps += 1;
-            child.activity = title;
+            child.activity = title.map(Cow::into_owned);
             child.progress_shown = true;
             let title = zed::progress_title(child);
             if !nested {
                 // The common case, once per step of every child: the card's new title goes
                 // straight to the client, written without building a tree first.
                 out.push(Action::ToClient(zed::progress_notification(
-                    &parent, child, &title,
+                    &child.parent,
+                    child,
+                    &title,
                 )));
             } else {
                 card = Some(zed::card_update(child, None, Some(&title)));
             }
         }
         if let Some(card) = card {
+            let parent = parent_of(child);
             if child.card_final {
                 self.persist_state(cid, out);
             }
             self.emit(&parent, card, out);
         }
-        if let (Some(t), "tool_call") = (&tool, kind.as_str()) {
+        if let (Some(t), "tool_call") = (tool.as_deref(), kind.as_ref()) {
             self.release_held(root, t, now, out);
         }
     }
@@ -811,7 +818,7 @@ impl Engine {
         cid: &str,
         kind: &str,
         tool: Option<&str>,
-        text: Arc<str>,
+        text: SharedText,
         value: Option<&Value>,
         out: &mut Vec<Action>,
     ) {
@@ -841,7 +848,7 @@ impl Engine {
                 }
             }
         }
-        child.record_kind(kind, tool, text.clone());
+        child.record_kind(kind, tool, &text);
         if child.loaded {
             out.push(Action::ToClient(zed::notification_raw(cid, &text)));
         }

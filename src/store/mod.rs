@@ -87,8 +87,8 @@ pub enum StoreOp {
     /// One update, appended after the previous ones of that child.
     AppendUpdate {
         child_id: String,
-        /// Shared with the child's thread in memory: the text is not copied to be stored.
-        update: std::sync::Arc<str>,
+        /// Usually a slice of the frame the update arrived in: not copied to be stored.
+        update: crate::shared_text::SharedText,
     },
     SetState {
         child_id: String,

@@ -174,14 +174,18 @@ impl Detector {
 
 /// The string after `"key"`: `: "value"`, for a value without escapes.
 pub(crate) fn string_after_key(rest: &str) -> Option<&str> {
-    let rest = rest
-        .trim_start()
-        .strip_prefix(':')?
-        .trim_start()
-        .strip_prefix('"')?;
-    let end = rest.find('"')?;
+    let value = string_after_key_bytes(rest.as_bytes())?;
+    // The value lies between two quotes, so it starts and ends on character boundaries.
+    std::str::from_utf8(value).ok()
+}
+
+/// [`string_after_key`] over raw bytes: the value's bytes, without escapes.
+pub(crate) fn string_after_key_bytes(rest: &[u8]) -> Option<&[u8]> {
+    let rest = rest.trim_ascii_start().strip_prefix(b":")?;
+    let rest = rest.trim_ascii_start().strip_prefix(b"\"")?;
+    let end = memchr::memchr(b'"', rest)?;
     let value = &rest[..end];
-    (!value.contains('\\')).then_some(value)
+    memchr::memchr(b'\\', value).is_none().then_some(value)
 }
 
 /// Text of an array of content blocks (`[{type: "text", text}]`), or of a single string.

@@ -7,5 +7,6 @@ pub mod model;
 pub mod pair;
 pub mod persist;
 pub mod presets;
+pub mod texts;
 pub mod transcript;
 pub mod zed;
