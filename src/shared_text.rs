@@ -1,10 +1,10 @@
-//! JSON text that the engine hands to the store without copying it: a slice of the frame it
-//! arrived in, or an owned string. Always valid UTF-8.
+//! JSON text the engine hands to the store's thread: cut from a shared buffer (no allocation
+//! per text) or an owned string. Always valid UTF-8.
 
 use std::fmt;
 use std::ops::Deref;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 /// Immutable UTF-8 text behind a reference-counted [`Bytes`]: cloning it, or taking it from
 /// a frame that holds it, copies nothing.
@@ -12,23 +12,32 @@ use bytes::Bytes;
 pub struct SharedText(Bytes);
 
 impl SharedText {
-    /// `text` as a slice of `frame` when it lies inside the frame's bytes (no copy), else a
-    /// copy of it.
-    pub fn within(frame: &Bytes, text: &str) -> SharedText {
-        let base = frame.as_ptr() as usize;
-        let at = text.as_ptr() as usize;
-        let inside = at >= base && at + text.len() <= base + frame.len();
-        if inside && !text.is_empty() {
-            SharedText(frame.slice_ref(text.as_bytes()))
-        } else {
-            SharedText(Bytes::copy_from_slice(text.as_bytes()))
-        }
-    }
-
     pub fn as_str(&self) -> &str {
         // SAFETY: every constructor takes its bytes from a `&str` or a `String`, and the
         // bytes behind a `Bytes` never change.
         unsafe { std::str::from_utf8_unchecked(&self.0) }
+    }
+}
+
+/// Copies texts into shared buffers of [`TextArena::CHUNK`] bytes, handing each out as a
+/// [`SharedText`]: one allocation per buffer instead of one per text. A buffer is freed when
+/// the last text in it is dropped; the texts' reader (the store) drops them in order, so no
+/// more than one partly used buffer outlives the texts still waiting.
+#[derive(Debug, Default)]
+pub struct TextArena {
+    buf: BytesMut,
+}
+
+impl TextArena {
+    pub const CHUNK: usize = 256 * 1024;
+
+    pub fn share(&mut self, text: &str) -> SharedText {
+        if self.buf.capacity() < text.len() {
+            // A new buffer; the old one lives on in the texts cut from it.
+            self.buf = BytesMut::with_capacity(Self::CHUNK.max(text.len()));
+        }
+        self.buf.extend_from_slice(text.as_bytes());
+        SharedText(self.buf.split().freeze())
     }
 }
 
@@ -68,22 +77,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_slice_of_the_frame_shares_its_bytes() {
-        let frame = Bytes::from_static(br#"{"update":{"a":"\u00e9 x"}}"#);
-        let text = std::str::from_utf8(&frame[10..frame.len() - 1]).expect("ascii");
-        let shared = SharedText::within(&frame, text);
-        assert_eq!(shared.as_str(), text);
-        assert_eq!(shared.as_ptr(), text.as_ptr(), "no copy");
-    }
-
-    #[test]
-    fn text_from_elsewhere_is_copied() {
-        let frame = Bytes::from_static(b"{\"a\":1}");
-        let other = String::from("{\"b\":\"é\"}");
-        let shared = SharedText::within(&frame, &other);
-        assert_eq!(&*shared, other.as_str());
-        assert_ne!(shared.as_ptr(), other.as_ptr());
-        assert_eq!(&*SharedText::within(&frame, ""), "");
-        assert_eq!(SharedText::from(other.clone()).as_str(), other);
+    fn texts_share_a_buffer_until_it_is_full() {
+        let mut arena = TextArena::default();
+        let a = arena.share("{\"a\":\"é\"}");
+        let b = arena.share("");
+        let c = arena.share("[1,2]");
+        assert_eq!(
+            (a.as_str(), b.as_str(), c.as_str()),
+            ("{\"a\":\"é\"}", "", "[1,2]")
+        );
+        // Cut from the same allocation, one after the other.
+        assert_eq!(c.as_ptr() as usize, a.as_ptr() as usize + a.len());
+        let big = "x".repeat(TextArena::CHUNK + 1);
+        let d = arena.share(&big);
+        assert_eq!(d.as_str(), big);
+        let e = arena.share("{}");
+        assert_eq!(e.as_str(), "{}");
+        assert_ne!(
+            e.as_ptr() as usize,
+            c.as_ptr() as usize + c.len(),
+            "a new buffer"
+        );
+        drop((a, b, c, d));
+        assert_eq!(SharedText::from(String::from("ü")).as_str(), "ü");
+        assert_eq!(SharedText::from("[]").as_str(), "[]");
     }
 }

@@ -14,7 +14,6 @@ use super::{
     card_for, frames, synthesized_card_for, Action, Engine, LiveChildEvents, Millis, Mode,
     NoteLevel,
 };
-use crate::shared_text::SharedText;
 use crate::subagents::ids;
 use crate::subagents::model::{Child, ChildState};
 use crate::subagents::pair::{Pair, PairRef};
@@ -27,8 +26,8 @@ struct ChildEvent<'a> {
     tool: Option<Cow<'a, str>>,
     title: Option<Cow<'a, str>>,
     has_status: bool,
-    /// The update's JSON text as it will be replayed (handed to the store uncopied).
-    text: SharedText,
+    /// The update's JSON text as it will be replayed.
+    text: Cow<'a, str>,
     /// The parsed update, when the router built one.
     value: Option<Value>,
 }
@@ -408,7 +407,7 @@ impl Engine {
         let event = ChildEvent {
             title: str_field(&update, "title").map(|t| Cow::Owned(t.to_owned())),
             has_status: update.get("status").is_some(),
-            text: update.to_string().into(),
+            text: Cow::Owned(update.to_string()),
             kind: Cow::Owned(kind),
             tool: tool.map(Cow::Owned),
             value: Some(update),
@@ -450,7 +449,7 @@ impl Engine {
             tool: head.tool_call_id,
             title: head.title,
             has_status: head.has_status,
-            text: SharedText::within(&frame, raw),
+            text: Cow::Borrowed(raw),
             value: None,
         };
         self.child_record(cid, root, event, frame, now, out);
@@ -507,7 +506,7 @@ impl Engine {
             }
         }
         if !replay_skip {
-            self.record_text_in(cid, &kind, tool.as_deref(), text, value.as_ref(), out);
+            self.record_text_in(cid, &kind, tool.as_deref(), &text, value.as_ref(), out);
         }
         let nested = self
             .reg
@@ -805,7 +804,7 @@ impl Engine {
             cid,
             &kind,
             tool.as_deref(),
-            update.to_string().into(),
+            &update.to_string(),
             Some(update),
             out,
         );
@@ -818,7 +817,7 @@ impl Engine {
         cid: &str,
         kind: &str,
         tool: Option<&str>,
-        text: SharedText,
+        text: &str,
         value: Option<&Value>,
         out: &mut Vec<Action>,
     ) {
@@ -842,19 +841,19 @@ impl Engine {
             match value {
                 Some(v) => child.log.observe(v),
                 None => {
-                    if let Ok(v) = serde_json::from_str::<Value>(&text) {
+                    if let Ok(v) = serde_json::from_str::<Value>(text) {
                         child.log.observe(&v);
                     }
                 }
             }
         }
-        child.record_kind(kind, tool, &text);
+        child.record_kind(kind, tool, text);
         if child.loaded {
-            out.push(Action::ToClient(zed::notification_raw(cid, &text)));
+            out.push(Action::ToClient(zed::notification_raw(cid, text)));
         }
         out.push(Action::Store(StoreOp::AppendUpdate {
             child_id: cid.to_owned(),
-            update: text,
+            update: self.store_texts.share(text),
         }));
     }
 
