@@ -9,7 +9,6 @@ pub mod demo_agent;
 pub mod dump;
 pub mod engine;
 pub mod redact;
-pub mod shared_text;
 pub mod store;
 pub mod subagents;
 pub mod transport;

@@ -2,6 +2,7 @@
 //! spawn cards get Zed's meta, and requests reach the client under a session it knows.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use serde::Deserialize;
@@ -847,13 +848,15 @@ impl Engine {
                 }
             }
         }
-        child.record_kind(kind, tool, text);
+        // One copy, shared by the thread in memory and the store.
+        let text: Arc<str> = Arc::from(text);
+        child.record_kind(kind, tool, text.clone());
         if child.loaded {
-            out.push(Action::ToClient(zed::notification_raw(cid, text)));
+            out.push(Action::ToClient(zed::notification_raw(cid, &text)));
         }
         out.push(Action::Store(StoreOp::AppendUpdate {
             child_id: cid.to_owned(),
-            update: self.store_texts.share(text),
+            update: text,
         }));
     }
 

@@ -28,7 +28,6 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::config::Display;
-use crate::shared_text::TextArena;
 use crate::subagents::detect::Detector;
 use crate::subagents::model::{Child, Registry};
 use crate::subagents::persist::{StoreOp, StoredChild};
@@ -210,8 +209,6 @@ pub struct Engine {
     /// Recent tool calls that went to a top-level thread: their permission requests are the
     /// parent's and never wait for attribution.
     parent_tools: RecentSet,
-    /// Where child texts on their way to the store are copied (see [`TextArena`]).
-    store_texts: TextArena,
 }
 
 /// Child ids remembered as already looked up in the store, at most.
@@ -288,7 +285,6 @@ impl Engine {
             finished: std::collections::VecDeque::new(),
             replay_cards: HashSet::new(),
             parent_tools: RecentSet::default(),
-            store_texts: TextArena::default(),
         }
     }
 

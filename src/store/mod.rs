@@ -87,8 +87,8 @@ pub enum StoreOp {
     /// One update, appended after the previous ones of that child.
     AppendUpdate {
         child_id: String,
-        /// Usually a slice of the frame the update arrived in: not copied to be stored.
-        update: crate::shared_text::SharedText,
+        /// Shared with the child's thread in memory: the text is not copied to be stored.
+        update: std::sync::Arc<str>,
     },
     SetState {
         child_id: String,

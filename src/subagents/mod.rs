@@ -7,6 +7,5 @@ pub mod model;
 pub mod pair;
 pub mod persist;
 pub mod presets;
-pub mod texts;
 pub mod transcript;
 pub mod zed;

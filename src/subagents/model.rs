@@ -1,7 +1,7 @@
 //! One internal model of subagents, whatever the agent sent and whatever the client shows:
 //! parent sessions → spawns → child sessions with a lifecycle, a thread and index ranges.
 
-use super::texts::Texts;
+use std::sync::Arc;
 
 use hashbrown::{HashMap, HashSet};
 
@@ -84,7 +84,7 @@ pub struct Child {
     pub title: String,
     pub state: ChildState,
     /// The child's updates in order, as the exact JSON the proxy replays.
-    pub thread: Texts,
+    pub thread: Vec<Arc<str>>,
     pub entries: EntryCounter,
     pub turns: Vec<TurnRange>,
     /// The client loaded this child: live updates go to it under `id`.
@@ -134,7 +134,7 @@ impl Child {
             tool_name,
             title: String::new(),
             state: ChildState::Announced,
-            thread: Texts::default(),
+            thread: Vec::new(),
             entries: EntryCounter::default(),
             turns: vec![TurnRange {
                 start: 0,
@@ -173,7 +173,7 @@ impl Child {
 
     /// Record one update by its kind and tool call id (what the entry rules read) and its
     /// JSON text.
-    pub fn record_kind(&mut self, kind: &str, tool: Option<&str>, text: &str) {
+    pub fn record_kind(&mut self, kind: &str, tool: Option<&str>, text: Arc<str>) {
         self.entries.push(kind, tool);
         self.bytes += text.len();
         self.thread.push(text);
@@ -181,9 +181,9 @@ impl Child {
 
     /// Rebuild the entry counter (and size) from the thread.
     pub fn recount(&mut self) {
-        self.bytes = self.thread.bytes();
+        self.bytes = self.thread.iter().map(|t| t.len()).sum();
         let mut entries = EntryCounter::default();
-        for text in self.thread.iter() {
+        for text in &self.thread {
             if let Ok(v) = serde_json::from_str::<Value>(text) {
                 let kind = v.get("sessionUpdate").and_then(Value::as_str).unwrap_or("");
                 entries.push(kind, v.get("toolCallId").and_then(Value::as_str));
