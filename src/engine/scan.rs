@@ -60,6 +60,8 @@ impl Found {
     }
 }
 
+const TOOL_CALL_PREFIX: &str = "\"tool_call";
+
 /// Every string the engine's byte tests look for, found in one pass over the frame (Teddy,
 /// a SIMD multi-pattern search, where the CPU has it), however many presets there are, instead
 /// of one search per pattern.
@@ -72,6 +74,9 @@ pub struct Signals {
     searcher: Searcher,
     /// The kinds of each pattern, by pattern index.
     kinds: Vec<u16>,
+    /// Index of the `"tool_call` pattern: a match followed by `"` is a new tool call's kind
+    /// ([`kind::NEW_TOOL_CALL`]), told apart without a pattern of its own.
+    tool_call: Option<usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -88,8 +93,7 @@ impl Signals {
         let mut patterns: BTreeMap<String, u16> = BTreeMap::new();
         let mut add = |p: &str, k: u16| *patterns.entry(p.to_owned()).or_default() |= k;
         add("\"id\"", kind::ID);
-        add("\"tool_call", kind::TOOL_CALL);
-        add("\"tool_call\"", kind::NEW_TOOL_CALL);
+        add(TOOL_CALL_PREFIX, kind::TOOL_CALL);
         add("subagent", kind::SUBAGENT);
         add("session_message", kind::SESSION_MESSAGE);
         for m in parent_markers {
@@ -122,7 +126,12 @@ impl Signals {
                     .expect("a few short literal patterns always build"),
             ),
         };
-        Signals { searcher, kinds }
+        let tool_call = texts.iter().position(|t| t == TOOL_CALL_PREFIX);
+        Signals {
+            searcher,
+            kinds,
+            tool_call,
+        }
     }
 
     /// The kinds of string present in `hay`.
@@ -138,7 +147,11 @@ impl Signals {
             let Some(m) = m else {
                 break;
             };
-            found |= self.kinds[m.pattern().as_usize()];
+            let pattern = m.pattern().as_usize();
+            found |= self.kinds[pattern];
+            if Some(pattern) == self.tool_call && hay.get(m.end()) == Some(&b'"') {
+                found |= kind::NEW_TOOL_CALL;
+            }
             at = m.start() + 1;
         }
         Found(found)
@@ -163,6 +176,13 @@ mod tests {
             br#"{"method":"session/update","params":{"update":{"sessionUpdate":"tool_call"}}}"#,
         );
         assert!(f.has(kind::TOOL_CALL) && f.has(kind::NEW_TOOL_CALL) && !f.has(kind::ID));
+        // The quote after `"tool_call` decides; a frame cut right after it says nothing.
+        assert!(!s
+            .scan(br#"{"a":"x","b":"tool_call"#)
+            .has(kind::NEW_TOOL_CALL));
+        assert!(s
+            .scan(br#"["tool_call_update","tool_call"]"#)
+            .has(kind::NEW_TOOL_CALL));
         // A pattern inside a longer match elsewhere is still found.
         let f = s.scan(br#"{"a":"xsubagent_typesession_message"}"#);
         assert!(f.has(kind::SUBAGENT) && f.has(kind::SESSION_MESSAGE));
