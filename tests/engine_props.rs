@@ -726,6 +726,23 @@ proptest! {
         check(&mut run)?;
     }
 
+    /// The relay's reader thread reads agent frames ahead (byte search, `session/update`
+    /// taken apart); the engine then decides exactly as if it had read them itself.
+    #[test]
+    fn frames_read_ahead_are_routed_the_same(ops in session()) {
+        let mut plain = new_run();
+        let mut ahead = new_run();
+        ahead.h.scan_ahead = true;
+        for op in &ops {
+            plain.step(op);
+            ahead.step(op);
+        }
+        prop_assert_eq!(&plain.h.to_client, &ahead.h.to_client);
+        prop_assert_eq!(&plain.h.to_agent, &ahead.h.to_agent);
+        prop_assert_eq!(&plain.h.notes, &ahead.h.notes);
+        check(&mut ahead)?;
+    }
+
     /// Any chunking of any byte stream gives the same frames, and they concatenate to the
     /// input (plus a `\n` when it ends without one).
     #[test]
@@ -774,4 +791,25 @@ fn decode(input: &[u8], chunks: &[usize], max: usize) -> Vec<Frame> {
         out.push(f);
     }
     out
+}
+
+#[test]
+fn captured_traffic_read_ahead_is_routed_the_same() {
+    let names = [
+        "claude-agent-acp-0.23.1-legacy-one-subagent.jsonl",
+        "claude-agent-acp-0.101.0-native-one-subagent.jsonl",
+        "claude-agent-acp-0.101.0-transcript-flag.jsonl",
+    ];
+    for name in names {
+        let records = support::harness::fixture(name);
+        let mut plain = Harness::zed();
+        let mut ahead = Harness::zed();
+        ahead.scan_ahead = true;
+        support::harness::play(&mut plain, &records);
+        support::harness::play(&mut ahead, &records);
+        assert!(plain.to_client.len() > 10, "{name}: played");
+        assert_eq!(plain.to_client, ahead.to_client, "{name}");
+        assert_eq!(plain.to_agent, ahead.to_agent, "{name}");
+        assert_eq!(plain.notes, ahead.notes, "{name}");
+    }
 }

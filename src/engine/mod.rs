@@ -14,6 +14,7 @@ pub mod envelope;
 pub mod frames;
 mod json_walk;
 pub mod pending;
+pub mod prescan;
 pub mod scan;
 pub mod update_parts;
 
@@ -298,7 +299,7 @@ impl Engine {
     }
 
     /// Whether the proxy models subagents for this client (Zed cards or folded transcripts).
-    fn models_subagents(&self) -> bool {
+    pub fn models_subagents(&self) -> bool {
         matches!(self.mode, Some(Mode::Zed | Mode::Transcript))
     }
 
@@ -371,9 +372,40 @@ impl Engine {
 
     /// A frame (one line, terminator included) arrived from the agent.
     pub fn from_agent(&mut self, frame: Bytes, now: Millis, out: &mut Vec<Action>) {
+        self.agent_frame(frame, None, now, out);
+    }
+
+    /// [`Engine::from_agent`] for a frame a [`prescan::Scanner`] has already read (on another
+    /// thread): the same decisions, without searching and parsing the frame again.
+    pub fn from_agent_scanned(
+        &mut self,
+        frame: Bytes,
+        scan: prescan::AgentScan,
+        now: Millis,
+        out: &mut Vec<Action>,
+    ) {
+        self.agent_frame(frame, Some(scan), now, out);
+    }
+
+    /// What reads agent frames ahead for this engine (its presets' byte tests).
+    pub fn scanner(&self) -> prescan::Scanner {
+        prescan::Scanner::new(self.detector.clone())
+    }
+
+    fn agent_frame(
+        &mut self,
+        frame: Bytes,
+        scan: Option<prescan::AgentScan>,
+        now: Millis,
+        out: &mut Vec<Action>,
+    ) {
+        let (found, pre) = match scan {
+            Some(s) => (Some(s.found), s.update),
+            None => (None, prescan::Pre::NotTried),
+        };
         let found = if self.models_subagents() {
             // Every key the decisions below test for, found in one pass over the frame.
-            self.detector.scan(&frame)
+            found.unwrap_or_else(|| self.detector.scan(&frame))
         } else {
             // Without subagents only responses to the client's requests matter (they are
             // answered by the proxy if the agent dies, and `initialize` is read).
@@ -391,10 +423,22 @@ impl Engine {
         // The envelope borrows from a second handle on the same bytes, so that `frame`
         // itself can still be moved on untouched.
         let body = frame.clone();
-        if self.models_subagents() && !has_id && scan::has(&scan::SESSION_UPDATE, &body) {
-            // A notification that is most likely a session/update: take it apart in one pass.
-            let text = std::str::from_utf8(crate::transport::framing::line_body(&body));
-            if let Some(f) = text.ok().and_then(update_parts::UpdateFrame::parse) {
+        let maybe_update = match pre {
+            prescan::Pre::NotTried => scan::has(&scan::SESSION_UPDATE, &body),
+            prescan::Pre::Refused => false,
+            prescan::Pre::Parsed(_) => true,
+        };
+        if self.models_subagents() && !has_id && maybe_update {
+            // A notification that is most likely a session/update: take it apart in one pass
+            // (or take the parts the scanner found).
+            let text = std::str::from_utf8(crate::transport::framing::line_body(&body)).ok();
+            let parsed = text.and_then(|text| match &pre {
+                prescan::Pre::Parsed(spans) => spans
+                    .view(text)
+                    .or_else(|| update_parts::UpdateFrame::parse(text)),
+                _ => update_parts::UpdateFrame::parse(text),
+            });
+            if let Some(f) = parsed {
                 self.agent_update_parts(frame, &f.session_id, f.update, found, now, out);
                 return;
             }

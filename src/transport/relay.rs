@@ -17,9 +17,11 @@ use tokio_util::codec::FramedRead;
 
 use crate::config::ShutdownConfig;
 use crate::dump::{Direction, Dump};
+use crate::engine::prescan::AgentScan;
 use crate::engine::{Action, Engine};
 use crate::store::Store;
 use crate::transport::actions::{execute, Dest};
+use crate::transport::agent_reader::{AgentOutput, Chunk};
 use crate::transport::chain_relay::{self, ChainParts};
 use crate::transport::child::{self, Agent, SpawnError};
 use crate::transport::framing::{line_body, lines, Frame, LineCodec};
@@ -141,7 +143,7 @@ where
     tracing::info!(pid = pgid, command = ?shown, "agent started");
 
     let mut agent_in =
-        FramedRead::with_capacity(stdout, LineCodec::batched(opts.max_frame_bytes), READ_BUF);
+        AgentOutput::inline(stdout, LineCodec::batched(opts.max_frame_bytes), READ_BUF);
     let mut agent_err = FramedRead::new(stderr, LineCodec::new(64 * 1024));
     let (agent_outbox, agent_writer) = Outbox::spawn(stdin, HIGH_WATER);
     let mut to_agent = Some(agent_outbox);
@@ -181,6 +183,10 @@ where
         );
     }
     while !agent_eof {
+        if engine.models_subagents() && !agent_in.is_threaded() {
+            // From now on a reader thread does the engine's state-free reading of frames.
+            agent_in.start_thread(engine.scanner(), READ_BUF);
+        }
         let agent_room = to_agent.as_ref().is_none_or(Outbox::has_room);
         let client_room = to_client.has_room();
         tokio::select! {
@@ -205,17 +211,20 @@ where
             _ = async { if let Some(t) = &to_agent { t.room().await } }, if !agent_room => {}
             frame = agent_in.next(), if client_room => {
                 match frame {
-                    Some(Ok(frame)) => {
+                    Some(Ok(Chunk { frame, scans })) => {
                         let now = clock.elapsed().as_millis() as u64;
                         match frame {
                             Frame::Lines(chunk) => {
                                 let mut sink = relay_sink(&to_client, to_agent.as_ref());
                                 let mut ctx = Ctx { engine: &mut engine, now, actions: &mut actions, sink: &mut sink, dump: &dump, store: store.as_ref(), max_frame: opts.max_frame_bytes };
-                                from_agent_lines(&mut ctx, chunk);
+                                from_agent_lines(&mut ctx, chunk, scans);
                             }
                             Frame::Line(bytes) => {
                                 if let Some(d) = &dump { d.frame(Direction::AgentToProxy, &bytes); }
-                                engine.from_agent(bytes, now, &mut actions);
+                                match scans.into_iter().next() {
+                                    Some(scan) => engine.from_agent_scanned(bytes, scan, now, &mut actions),
+                                    None => engine.from_agent(bytes, now, &mut actions),
+                                }
                             }
                             Frame::Piece { bytes, first, .. } => {
                                 if let Some(d) = &dump { d.frame(Direction::AgentToProxy, &bytes); }
@@ -383,9 +392,11 @@ struct Ctx<'a> {
 /// instead of one per frame. (With a dump, every frame is recorded on its own instead.)
 /// A line longer than `max_frame_bytes` that happened to arrive whole is passed on unparsed,
 /// as if it had come in pieces.
-fn from_agent_lines(ctx: &mut Ctx<'_>, chunk: Bytes) {
+fn from_agent_lines(ctx: &mut Ctx<'_>, chunk: Bytes, scans: Vec<AgentScan>) {
     let mut run_start = 0;
+    let mut scans = scans.into_iter();
     for (start, end) in lines(&chunk) {
+        let scan = scans.next();
         let line = chunk.slice(start..end);
         if let Some(d) = ctx.dump {
             d.frame(Direction::AgentToProxy, &line);
@@ -394,7 +405,12 @@ fn from_agent_lines(ctx: &mut Ctx<'_>, chunk: Bytes) {
             oversize_note(ctx.dump, "agent", ctx.max_frame);
             ctx.actions.push(Action::ToClient(line));
         } else {
-            ctx.engine.from_agent(line, ctx.now, ctx.actions);
+            match scan {
+                Some(scan) => ctx
+                    .engine
+                    .from_agent_scanned(line, scan, ctx.now, ctx.actions),
+                None => ctx.engine.from_agent(line, ctx.now, ctx.actions),
+            }
         }
         let untouched = ctx.dump.is_none()
             && matches!(ctx.actions.as_slice(), [Action::ToClient(out)]

@@ -79,6 +79,9 @@ pub struct Harness {
     pub store_blind: bool,
     pub now: u64,
     next_id: u64,
+    /// Hand agent frames to the engine with what its scanner found first, as the relay's
+    /// reader thread does.
+    pub scan_ahead: bool,
 }
 
 impl Harness {
@@ -97,6 +100,7 @@ impl Harness {
             store_blind: false,
             now: 0,
             next_id: 1000,
+            scan_ahead: false,
         }
     }
 
@@ -126,7 +130,14 @@ impl Harness {
     /// The agent sends a message.
     pub fn agent(&mut self, msg: Value) {
         let mut out = Vec::new();
-        self.engine.from_agent(line(&msg), self.now, &mut out);
+        let frame = line(&msg);
+        if self.scan_ahead {
+            let scan = self.engine.scanner().scan(&frame);
+            self.engine
+                .from_agent_scanned(frame, scan, self.now, &mut out);
+        } else {
+            self.engine.from_agent(frame, self.now, &mut out);
+        }
         self.run(out);
     }
 
