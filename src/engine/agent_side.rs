@@ -776,14 +776,17 @@ impl Engine {
 
     /// The parent's prompt turn ended: children whose cancel was asked for are cancelled now.
     pub(super) fn turn_ended(&mut self, session: &str, out: &mut Vec<Action>) {
-        let cancelled: Vec<String> = self
+        let mut cancelled: Vec<(String, String)> = self
             .reg
             .children
             .values()
             .filter(|c| c.top == session && c.cancel_requested && !c.card_final)
-            .map(|c| c.id.clone())
+            .map(|c| (c.spawn_id.clone(), c.id.clone()))
             .collect();
-        for cid in cancelled {
+        // In a fixed order (the map's is random per process): the same input gives the same
+        // output.
+        cancelled.sort();
+        for (_, cid) in cancelled {
             self.finish_child(&cid, ChildState::Cancelled, out);
         }
     }

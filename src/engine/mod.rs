@@ -815,6 +815,8 @@ impl Engine {
                 done.push(child.id.clone());
             }
         }
+        // A fixed order (the map's is random per process): the same children leave memory.
+        done.sort();
         for id in done {
             self.replay_cards.remove(&id);
             // Children restored for the replay leave memory again in their turn.
