@@ -1,59 +1,85 @@
-//! The agent's output, read on a thread of its own once the engine models subagents: reading
-//! the pipe, splitting lines and the engine's state-free reading of each frame ([`Scanner`])
-//! then run beside the engine instead of in turn with it.
+//! The agent's output as frames, read where it costs least.
+//!
+//! While the agent streams (a read returns a large backlog) and the engine models subagents,
+//! a thread of its own reads the pipe, splits lines and does the engine's state-free reading
+//! of each frame ([`Scanner`]): that work then runs beside the engine instead of in turn with
+//! it. While the agent is quiet or interactive (small reads, the relay keeping up), the relay
+//! reads on its own thread: one thread hop less per frame, which is what an editor waiting for
+//! a permission request feels. The descriptor, the bytes read but not yet split and the line
+//! decoder's state move with each switch, so no frame is lost, reordered or split differently.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use bytes::BytesMut;
 use futures::StreamExt;
-use tokio::process::ChildStdout;
 use tokio::sync::mpsc;
 use tokio_util::codec::{Decoder, FramedRead};
 
 use crate::engine::prescan::{AgentScan, Scanner};
 use crate::transport::framing::{lines, Frame, LineCodec};
+use crate::transport::pipe::OwnedPipe;
 
-/// Reads in flight between the reader and the relay: with reads of up to `read_buf` bytes,
-/// this bounds what the proxy holds of the agent's output while the client reads slowly
-/// (the relay stops taking chunks when the client's queue is full, as it stopped reading).
+/// Chunks in flight between the reader thread and the relay: one, so the thread reads ahead
+/// by at most one read while the relay works (and nothing while the client's queue is full:
+/// the relay then stops taking chunks, as it stops reading inline).
 const IN_FLIGHT: usize = 1;
+/// An inline read of at least this much means the agent is streaming: reading moves to the
+/// thread.
+const STREAMING_READ: usize = 256 * 1024;
+/// Reads on the thread below this size, with the relay waiting for them ...
+const SPARSE_READ: usize = 16 * 1024;
+/// ... this many times in a row, and reading moves back to the relay's thread.
+const SPARSE_READS: u32 = 4;
 
 /// One decoded frame and, for each of its lines, what the scanner found (empty for frames
-/// read on the relay's thread and for pieces of oversized lines).
+/// read inline and for pieces of oversized lines).
 pub struct Chunk {
     pub frame: Frame,
     pub scans: Vec<AgentScan>,
 }
 
-/// The agent's output as frames: read on the relay's own thread until the engine models
-/// subagents, then on a thread of its own that also scans every frame. (A pure relay keeps
-/// reading in turn with its writes: one thread hop less per frame, and no read-ahead buffer.)
-pub enum AgentOutput {
-    Inline(FramedRead<ChildStdout, LineCodec>),
-    Thread(mpsc::Receiver<io::Result<Chunk>>),
-    /// The output could not be handed to the reader thread: read as ended.
+enum Msg {
+    Chunk(io::Result<Chunk>),
+    /// The thread stops: reading continues inline from this state.
+    Handback(OwnedFd, BytesMut, LineCodec),
+}
+
+/// Where the agent's output is read now (see the module documentation).
+pub struct AgentOutput(State);
+
+enum State {
+    Inline(FramedRead<OwnedPipe, LineCodec>),
+    Thread(mpsc::Receiver<Msg>),
+    /// The output could not be moved between threads: read as ended.
     Ended,
 }
 
 impl AgentOutput {
-    pub fn inline(stdout: ChildStdout, codec: LineCodec, read_buf: usize) -> AgentOutput {
-        AgentOutput::Inline(FramedRead::with_capacity(stdout, codec, read_buf))
+    pub fn new(stdout: OwnedFd, codec: LineCodec, read_buf: usize) -> io::Result<AgentOutput> {
+        let pipe = OwnedPipe::new(stdout)?;
+        Ok(AgentOutput(State::Inline(FramedRead::with_capacity(
+            pipe, codec, read_buf,
+        ))))
     }
 
-    pub fn is_threaded(&self) -> bool {
-        !matches!(self, AgentOutput::Inline(_))
-    }
-
-    /// Continue on a reader thread that scans each frame with `scanner`. Bytes already read
-    /// and the decoder's state move along, so no frame is lost or split differently.
-    pub fn start_thread(&mut self, scanner: Scanner, read_buf: usize) {
-        let AgentOutput::Inline(framed) = std::mem::replace(self, AgentOutput::Ended) else {
+    /// After a chunk read inline: move reading to a thread if the agent is streaming and a
+    /// scanner is at hand (the engine models subagents).
+    pub fn after_inline_chunk(
+        &mut self,
+        chunk_len: usize,
+        scanner: impl FnOnce() -> Option<Scanner>,
+        read_buf: usize,
+    ) {
+        if chunk_len < STREAMING_READ || !matches!(self.0, State::Inline(_)) {
+            return;
+        }
+        let Some(scanner) = scanner() else { return };
+        let State::Inline(framed) = std::mem::replace(&mut self.0, State::Ended) else {
             return;
         };
         let parts = framed.into_parts();
-        let started = parts.io.into_owned_fd().and_then(|fd| {
-            set_blocking(&fd)?;
+        let started = parts.io.into_blocking().and_then(|fd| {
             let (tx, rx) = mpsc::channel(IN_FLIGHT);
             let (buf, codec) = (parts.read_buf, parts.codec);
             std::thread::Builder::new()
@@ -62,35 +88,54 @@ impl AgentOutput {
             Ok(rx)
         });
         match started {
-            Ok(rx) => *self = AgentOutput::Thread(rx),
+            Ok(rx) => {
+                tracing::debug!("the agent streams: its output is read on a thread of its own");
+                self.0 = State::Thread(rx)
+            }
             Err(e) => tracing::error!(
                 "cannot read the agent's output on a thread of its own: {e}; ending the session"
             ),
         }
     }
 
-    pub async fn next(&mut self) -> Option<io::Result<Chunk>> {
-        match self {
-            AgentOutput::Inline(framed) => framed.next().await.map(|r| {
-                r.map(|frame| Chunk {
-                    frame,
-                    scans: Vec::new(),
-                })
-            }),
-            AgentOutput::Thread(rx) => rx.recv().await,
-            AgentOutput::Ended => None,
+    /// The next frame and whether it was read inline; `None` after the end of the output.
+    pub async fn next(&mut self, read_buf: usize) -> Option<(io::Result<Chunk>, bool)> {
+        loop {
+            match &mut self.0 {
+                State::Inline(framed) => {
+                    let frame = framed.next().await?;
+                    let chunk = frame.map(|frame| Chunk {
+                        frame,
+                        scans: Vec::new(),
+                    });
+                    return Some((chunk, true));
+                }
+                State::Thread(rx) => match rx.recv().await? {
+                    Msg::Chunk(chunk) => return Some((chunk, false)),
+                    Msg::Handback(fd, buf, codec) => {
+                        self.0 = inline_again(fd, buf, codec, read_buf)
+                    }
+                },
+                State::Ended => return None,
+            }
         }
     }
 }
 
-fn set_blocking(fd: &OwnedFd) -> io::Result<()> {
-    let raw = fd.as_raw_fd();
-    // SAFETY: fcntl on a descriptor we own.
-    let flags = unsafe { libc::fcntl(raw, libc::F_GETFL) };
-    if flags < 0 || unsafe { libc::fcntl(raw, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
-        return Err(io::Error::last_os_error());
+fn inline_again(fd: OwnedFd, buf: BytesMut, codec: LineCodec, read_buf: usize) -> State {
+    match OwnedPipe::new(fd) {
+        Ok(pipe) => {
+            tracing::debug!("the agent's output slowed down: read on the relay's thread again");
+            let mut framed = FramedRead::with_capacity(pipe, codec, read_buf);
+            // The start of a line the thread read but could not split yet.
+            framed.read_buffer_mut().extend_from_slice(&buf);
+            State::Inline(framed)
+        }
+        Err(e) => {
+            tracing::error!("cannot read the agent's output again on the relay's thread: {e}; ending the session");
+            State::Ended
+        }
     }
-    Ok(())
 }
 
 fn read_loop(
@@ -99,9 +144,10 @@ fn read_loop(
     mut codec: LineCodec,
     read_buf: usize,
     scanner: &Scanner,
-    tx: &mpsc::Sender<io::Result<Chunk>>,
+    tx: &mpsc::Sender<Msg>,
 ) {
     let mut at_end = false;
+    let mut sparse = 0;
     // Frames already complete in what the relay had read go first, then each read's.
     loop {
         loop {
@@ -114,7 +160,7 @@ fn read_loop(
                 Ok(Some(frame)) => frame,
                 Ok(None) => break,
                 Err(e) => {
-                    let _ = tx.blocking_send(Err(e));
+                    let _ = tx.blocking_send(Msg::Chunk(Err(e)));
                     return;
                 }
             };
@@ -126,11 +172,18 @@ fn read_loop(
                 Frame::Piece { .. } => Vec::new(),
             };
             // The relay is gone: nothing more to read for.
-            if tx.blocking_send(Ok(Chunk { frame, scans })).is_err() {
+            if tx
+                .blocking_send(Msg::Chunk(Ok(Chunk { frame, scans })))
+                .is_err()
+            {
                 return;
             }
         }
         if at_end {
+            return;
+        }
+        if sparse >= SPARSE_READS {
+            let _ = tx.blocking_send(Msg::Handback(fd, buf, codec));
             return;
         }
         if buf.capacity() - buf.len() < read_buf / 4 {
@@ -138,9 +191,12 @@ fn read_loop(
         }
         match read_some(&fd, &mut buf) {
             Ok(0) => at_end = true,
-            Ok(_) => {}
+            // A small read while the relay has taken everything sent so far (it waits for
+            // this one): the agent is not streaming.
+            Ok(n) if n < SPARSE_READ && tx.capacity() == tx.max_capacity() => sparse += 1,
+            Ok(_) => sparse = 0,
             Err(e) => {
-                let _ = tx.blocking_send(Err(e));
+                let _ = tx.blocking_send(Msg::Chunk(Err(e)));
                 return;
             }
         }
@@ -165,5 +221,80 @@ fn read_some(fd: &OwnedFd, buf: &mut BytesMut) -> io::Result<usize> {
         // SAFETY: the kernel initialised `n` bytes of the spare capacity.
         unsafe { buf.set_len(buf.len() + n) };
         return Ok(n);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::os::fd::FromRawFd;
+
+    use super::*;
+    use crate::engine::{Engine, EngineConfig};
+
+    fn pipe() -> (OwnedFd, std::fs::File) {
+        let mut fds = [0; 2];
+        // SAFETY: pipe(2) fills the two descriptors, which we then own.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: both descriptors were just created and are owned by nobody else.
+        unsafe {
+            (
+                OwnedFd::from_raw_fd(fds[0]),
+                std::fs::File::from_raw_fd(fds[1]),
+            )
+        }
+    }
+
+    async fn next_line(out: &mut AgentOutput) -> (Vec<u8>, bool, usize) {
+        let (chunk, inline) = out.next(1 << 20).await.expect("a frame");
+        let chunk = chunk.expect("read");
+        (chunk.frame.bytes().to_vec(), inline, chunk.scans.len())
+    }
+
+    #[tokio::test]
+    async fn a_partial_line_moves_with_the_reading_both_ways() {
+        tokio::time::timeout(std::time::Duration::from_secs(20), switch_both_ways())
+            .await
+            .expect("no hang");
+    }
+
+    async fn switch_both_ways() {
+        let scanner = Engine::new(EngineConfig::default()).scanner();
+        let (r, mut w) = pipe();
+        // Room for the whole burst, written before it is read.
+        crate::transport::pipe::enlarge(std::os::fd::AsFd::as_fd(&w));
+        let mut out = AgentOutput::new(r, LineCodec::batched(1 << 20), 1 << 20).expect("pipe");
+        // A large read (the agent streams) that ends inside a line.
+        let big = format!("{{\"pad\":\"{}\"}}\n", "x".repeat(STREAMING_READ));
+        w.write_all(format!("{big}{{\"partial\":").as_bytes())
+            .expect("write");
+        let (line, inline, _) = next_line(&mut out).await;
+        assert_eq!((line, inline), (big.clone().into_bytes(), true));
+        out.after_inline_chunk(big.len(), || Some(scanner), 1 << 20);
+        assert!(
+            matches!(out.0, State::Thread(_)),
+            "reading moved to the thread"
+        );
+        // The thread finishes the line the relay had started reading.
+        w.write_all(b"1}\n").expect("write");
+        assert_eq!(
+            next_line(&mut out).await,
+            (b"{\"partial\":1}\n".to_vec(), false, 1)
+        );
+        for line in [&b"{\"a\":1}\n"[..], b"{\"a\":2}\n"] {
+            w.write_all(line).expect("write");
+            assert_eq!(next_line(&mut out).await, (line.to_vec(), false, 1));
+        }
+        // A fourth small read in a row, again inside a line: the relay reads again, from the
+        // bytes the thread had.
+        w.write_all(b"{\"b\":").expect("write");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        w.write_all(b"2}\n").expect("write");
+        assert_eq!(
+            next_line(&mut out).await,
+            (b"{\"b\":2}\n".to_vec(), true, 0)
+        );
+        drop(w);
+        assert!(out.next(1 << 20).await.is_none(), "end of the output");
     }
 }

@@ -97,6 +97,9 @@ impl Decoder for LineCodec {
     type Error = std::io::Error;
 
     fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, Self::Error> {
+        // The decoder may move to another buffer with the reading (`agent_reader`): never
+        // trust the scan mark past the bytes at hand.
+        self.scanned = self.scanned.min(buf.len());
         if self.batched && !self.in_oversize {
             // Only the end of the last complete line matters: searched from the back.
             if let Some(pos) = memchr::memrchr(b'\n', &buf[self.scanned..]) {

@@ -126,29 +126,85 @@ impl AsyncRead for Pipe {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        loop {
-            let mut guard = ready!(self.fd.poll_read_ready(cx))?;
-            // SAFETY: read(2) only writes initialised bytes into the unfilled part, and we
-            // only mark as filled what it reports to have written.
-            let unfilled = unsafe { buf.unfilled_mut() };
-            let res = guard.try_io(|fd| {
-                cvt(unsafe {
-                    libc::read(fd.as_raw_fd(), unfilled.as_mut_ptr().cast(), unfilled.len())
-                })
-            });
-            match res {
-                Ok(Ok(n)) => {
-                    // SAFETY: the kernel initialised n bytes.
-                    unsafe { buf.assume_init(n) };
-                    buf.advance(n);
-                    return Poll::Ready(Ok(()));
-                }
-                Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Ok(Err(e)) => return Poll::Ready(Err(e)),
-                Err(_would_block) => continue,
+        poll_read_fd(&self.fd, cx, buf)
+    }
+}
+
+/// `read(2)` on a non-blocking descriptor once the reactor says it is readable.
+fn poll_read_fd(
+    fd: &AsyncFd<OwnedFd>,
+    cx: &mut Context<'_>,
+    buf: &mut ReadBuf<'_>,
+) -> Poll<io::Result<()>> {
+    loop {
+        let mut guard = ready!(fd.poll_read_ready(cx))?;
+        // SAFETY: read(2) only writes initialised bytes into the unfilled part, and we
+        // only mark as filled what it reports to have written.
+        let unfilled = unsafe { buf.unfilled_mut() };
+        let res = guard.try_io(|fd| {
+            cvt(unsafe { libc::read(fd.as_raw_fd(), unfilled.as_mut_ptr().cast(), unfilled.len()) })
+        });
+        match res {
+            Ok(Ok(n)) => {
+                // SAFETY: the kernel initialised n bytes.
+                unsafe { buf.assume_init(n) };
+                buf.advance(n);
+                return Poll::Ready(Ok(()));
             }
+            Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Ok(Err(e)) => return Poll::Ready(Err(e)),
+            Err(_would_block) => continue,
         }
     }
+}
+
+/// A pipe we own outright (the agent's stdout), read in non-blocking mode by the reactor and
+/// given back as a plain descriptor when another thread takes over reading it.
+pub struct OwnedPipe(AsyncFd<OwnedFd>);
+
+impl OwnedPipe {
+    pub fn new(fd: OwnedFd) -> io::Result<OwnedPipe> {
+        set_nonblocking(&fd, true)?;
+        // SAFETY: `fd` is an open descriptor that the AsyncFd owns until it is dropped or
+        // given back by `into_blocking`.
+        match unsafe { AsyncFd::register(fd) } {
+            Ok(fd) => Ok(OwnedPipe(fd)),
+            Err(e) => Err(e.into_parts().1),
+        }
+    }
+
+    /// The descriptor, in blocking mode.
+    pub fn into_blocking(self) -> io::Result<OwnedFd> {
+        let fd = self.0.into_inner();
+        set_nonblocking(&fd, false)?;
+        Ok(fd)
+    }
+}
+
+impl AsyncRead for OwnedPipe {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        poll_read_fd(&self.0, cx, buf)
+    }
+}
+
+/// Set or clear `O_NONBLOCK` on a descriptor we own.
+pub fn set_nonblocking(fd: &OwnedFd, on: bool) -> io::Result<()> {
+    let raw = fd.as_raw_fd();
+    // SAFETY: fcntl on a descriptor we own.
+    let flags = unsafe { libc::fcntl(raw, libc::F_GETFL) };
+    let want = if on {
+        flags | libc::O_NONBLOCK
+    } else {
+        flags & !libc::O_NONBLOCK
+    };
+    if flags < 0 || unsafe { libc::fcntl(raw, libc::F_SETFL, want) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 impl AsyncWrite for Pipe {

@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 use std::process::ExitStatus;
 use std::time::Duration;
 
+use anyhow::Context;
 use bytes::Bytes;
 use futures::StreamExt;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -142,8 +143,10 @@ where
     let shown = crate::redact::redact_command(&opts.agent_command);
     tracing::info!(pid = pgid, command = ?shown, "agent started");
 
-    let mut agent_in =
-        AgentOutput::inline(stdout, LineCodec::batched(opts.max_frame_bytes), READ_BUF);
+    let mut agent_in = stdout
+        .into_owned_fd()
+        .and_then(|fd| AgentOutput::new(fd, LineCodec::batched(opts.max_frame_bytes), READ_BUF))
+        .context("cannot read the agent's stdout")?;
     let mut agent_err = FramedRead::new(stderr, LineCodec::new(64 * 1024));
     let (agent_outbox, agent_writer) = Outbox::spawn(stdin, HIGH_WATER);
     let mut to_agent = Some(agent_outbox);
@@ -183,10 +186,6 @@ where
         );
     }
     while !agent_eof {
-        if engine.models_subagents() && !agent_in.is_threaded() {
-            // From now on a reader thread does the engine's state-free reading of frames.
-            agent_in.start_thread(engine.scanner(), READ_BUF);
-        }
         let agent_room = to_agent.as_ref().is_none_or(Outbox::has_room);
         let client_room = to_client.has_room();
         tokio::select! {
@@ -209,10 +208,11 @@ where
                 }
             }
             _ = async { if let Some(t) = &to_agent { t.room().await } }, if !agent_room => {}
-            frame = agent_in.next(), if client_room => {
+            frame = agent_in.next(READ_BUF), if client_room => {
                 match frame {
-                    Some(Ok(Chunk { frame, scans })) => {
+                    Some((Ok(Chunk { frame, scans }), inline)) => {
                         let now = clock.elapsed().as_millis() as u64;
+                        let read = frame.bytes().len();
                         match frame {
                             Frame::Lines(chunk) => {
                                 let mut sink = relay_sink(&to_client, to_agent.as_ref());
@@ -233,8 +233,12 @@ where
                             }
                         }
                         execute(&mut engine, now, &mut actions, &mut relay_sink(&to_client, to_agent.as_ref()), &dump, store.as_ref());
+                        if inline {
+                            // A streaming agent's output is read and scanned on a thread of its own.
+                            agent_in.after_inline_chunk(read, || engine.models_subagents().then(|| engine.scanner()), READ_BUF);
+                        }
                     }
-                    Some(Err(e)) => {
+                    Some((Err(e), _)) => {
                         tracing::warn!("reading from the agent failed: {e}");
                         agent_eof = true;
                     }
