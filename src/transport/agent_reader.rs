@@ -148,6 +148,7 @@ fn read_loop(
 ) {
     let mut at_end = false;
     let mut sparse = 0;
+    let mut buffers = Buffers::default();
     // Frames already complete in what the relay had read go first, then each read's.
     loop {
         loop {
@@ -187,7 +188,7 @@ fn read_loop(
             return;
         }
         if buf.capacity() - buf.len() < read_buf / 4 {
-            buf.reserve(read_buf);
+            buf = buffers.next(buf, read_buf);
         }
         match read_some(&fd, &mut buf) {
             Ok(0) => at_end = true,
@@ -200,6 +201,40 @@ fn read_loop(
                 return;
             }
         }
+    }
+}
+
+/// Read buffers the thread cycles through. A buffer's frames stay alive until the client's
+/// writer has sent them, so the buffer just filled is rarely free again by the next read;
+/// one of the few before it usually is, and is reused instead of allocating a new one: the
+/// allocator's heap for this thread then stays the same size however long the stream.
+#[derive(Default)]
+struct Buffers {
+    /// Buffers handed out earlier, oldest first; each may still be shared with frames.
+    used: std::collections::VecDeque<BytesMut>,
+}
+
+/// Buffers kept for reuse; past that the oldest is let go.
+const KEPT_BUFFERS: usize = 4;
+
+impl Buffers {
+    /// A buffer with room for `read_buf` more bytes holding `current`'s unsplit bytes (the
+    /// start of a line); `current` is kept for reuse.
+    fn next(&mut self, mut current: BytesMut, read_buf: usize) -> BytesMut {
+        let tail = current.split();
+        self.used.push_back(current);
+        // Only a buffer no frame refers to any more gets its whole capacity back.
+        let reused =
+            (0..self.used.len()).find(|&i| self.used[i].try_reclaim(read_buf + tail.len()));
+        let mut buf = match reused.and_then(|i| self.used.remove(i)) {
+            Some(b) => b,
+            None => BytesMut::with_capacity(read_buf + tail.len()),
+        };
+        buf.extend_from_slice(&tail);
+        while self.used.len() > KEPT_BUFFERS {
+            self.used.pop_front();
+        }
+        buf
     }
 }
 
