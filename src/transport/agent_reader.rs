@@ -18,7 +18,7 @@ use tokio_util::codec::{Decoder, FramedRead};
 
 use crate::engine::prescan::{AgentScan, Scanner};
 use crate::transport::framing::{lines, Frame, LineCodec};
-use crate::transport::pipe::OwnedPipe;
+use crate::transport::pipe::{read_uninit, OwnedPipe};
 
 /// Chunks in flight between the reader thread and the relay: one, so the thread reads ahead
 /// by at most one read while the relay works (and nothing while the client's queue is full:
@@ -241,21 +241,15 @@ impl Buffers {
 /// One `read(2)` into the spare capacity of `buf`; 0 at the end of the output.
 fn read_some(fd: &OwnedFd, buf: &mut BytesMut) -> io::Result<usize> {
     loop {
-        let spare = buf.spare_capacity_mut();
-        // SAFETY: read(2) writes at most `spare.len()` bytes into the spare capacity, and only
-        // the `n` bytes it reports are marked as initialised below.
-        let n = unsafe { libc::read(fd.as_raw_fd(), spare.as_mut_ptr().cast(), spare.len()) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
+        match read_uninit(fd.as_raw_fd(), buf.spare_capacity_mut()) {
+            Ok(n) => {
+                // SAFETY: the kernel initialised `n` bytes of the spare capacity.
+                unsafe { buf.set_len(buf.len() + n) };
+                return Ok(n);
             }
-            return Err(e);
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
         }
-        let n = n as usize;
-        // SAFETY: the kernel initialised `n` bytes of the spare capacity.
-        unsafe { buf.set_len(buf.len() + n) };
-        return Ok(n);
     }
 }
 

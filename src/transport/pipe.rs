@@ -82,12 +82,7 @@ impl Pipe {
             return None;
         }
         let owned = fd.try_clone_to_owned().ok()?;
-        let raw = owned.as_raw_fd();
-        // SAFETY: fcntl on a descriptor we own.
-        let flags = unsafe { libc::fcntl(raw, libc::F_GETFL) };
-        if flags < 0 || unsafe { libc::fcntl(raw, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
-            return None;
-        }
+        let flags = set_nonblocking(&owned, true).ok()?;
         // SAFETY: `owned` is an open descriptor that the AsyncFd owns until it is dropped.
         match unsafe { AsyncFd::register(owned) } {
             Ok(fd) => Some(Pipe {
@@ -141,9 +136,7 @@ fn poll_read_fd(
         // SAFETY: read(2) only writes initialised bytes into the unfilled part, and we
         // only mark as filled what it reports to have written.
         let unfilled = unsafe { buf.unfilled_mut() };
-        let res = guard.try_io(|fd| {
-            cvt(unsafe { libc::read(fd.as_raw_fd(), unfilled.as_mut_ptr().cast(), unfilled.len()) })
-        });
+        let res = guard.try_io(|fd| read_uninit(fd.as_raw_fd(), unfilled));
         match res {
             Ok(Ok(n)) => {
                 // SAFETY: the kernel initialised n bytes.
@@ -191,8 +184,18 @@ impl AsyncRead for OwnedPipe {
     }
 }
 
-/// Set or clear `O_NONBLOCK` on a descriptor we own.
-pub fn set_nonblocking(fd: &OwnedFd, on: bool) -> io::Result<()> {
+/// `read(2)` into memory that need not be initialised; how many bytes it wrote there (the
+/// caller marks those as initialised).
+pub(crate) fn read_uninit(
+    fd: std::os::fd::RawFd,
+    dst: &mut [std::mem::MaybeUninit<u8>],
+) -> io::Result<usize> {
+    // SAFETY: read(2) writes at most `dst.len()` bytes into `dst`, a valid writable slice.
+    cvt(unsafe { libc::read(fd, dst.as_mut_ptr().cast(), dst.len()) })
+}
+
+/// Set or clear `O_NONBLOCK` on a descriptor we own; the file status flags it had before.
+fn set_nonblocking(fd: &OwnedFd, on: bool) -> io::Result<libc::c_int> {
     let raw = fd.as_raw_fd();
     // SAFETY: fcntl on a descriptor we own.
     let flags = unsafe { libc::fcntl(raw, libc::F_GETFL) };
@@ -204,7 +207,7 @@ pub fn set_nonblocking(fd: &OwnedFd, on: bool) -> io::Result<()> {
     if flags < 0 || unsafe { libc::fcntl(raw, libc::F_SETFL, want) } < 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(())
+    Ok(flags)
 }
 
 impl AsyncWrite for Pipe {
