@@ -372,19 +372,7 @@ impl Engine {
 
     /// A frame (one line, terminator included) arrived from the agent.
     pub fn from_agent(&mut self, frame: Bytes, now: Millis, out: &mut Vec<Action>) {
-        self.agent_frame(frame, None, now, out);
-    }
-
-    /// [`Engine::from_agent`] for a frame a [`prescan::Scanner`] has already read (on another
-    /// thread): the same decisions, without searching and parsing the frame again.
-    pub fn from_agent_scanned(
-        &mut self,
-        frame: Bytes,
-        scan: prescan::AgentScan,
-        now: Millis,
-        out: &mut Vec<Action>,
-    ) {
-        self.agent_frame(frame, Some(scan), now, out);
+        self.from_agent_scanned(frame, None, now, out);
     }
 
     /// What reads agent frames ahead for this engine (its presets' byte tests).
@@ -392,7 +380,9 @@ impl Engine {
         prescan::Scanner::new(self.detector.clone())
     }
 
-    fn agent_frame(
+    /// [`Engine::from_agent`] for a frame a [`prescan::Scanner`] may have read already (on
+    /// another thread): the same decisions, without searching and parsing the frame again.
+    pub fn from_agent_scanned(
         &mut self,
         frame: Bytes,
         scan: Option<prescan::AgentScan>,

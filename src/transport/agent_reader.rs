@@ -46,7 +46,13 @@ enum Msg {
 }
 
 /// Where the agent's output is read now (see the module documentation).
-pub struct AgentOutput(State);
+pub struct AgentOutput {
+    state: State,
+    /// Bytes asked for per read.
+    read_buf: usize,
+    /// The last frame came from an inline read of at least [`STREAMING_READ`] bytes.
+    streaming: bool,
+}
 
 enum State {
     Inline(FramedRead<OwnedPipe, LineCodec>),
@@ -58,26 +64,24 @@ enum State {
 impl AgentOutput {
     pub fn new(stdout: OwnedFd, codec: LineCodec, read_buf: usize) -> io::Result<AgentOutput> {
         let pipe = OwnedPipe::new(stdout)?;
-        Ok(AgentOutput(State::Inline(FramedRead::with_capacity(
-            pipe, codec, read_buf,
-        ))))
+        Ok(AgentOutput {
+            state: State::Inline(FramedRead::with_capacity(pipe, codec, read_buf)),
+            read_buf,
+            streaming: false,
+        })
     }
 
-    /// After a chunk read inline: move reading to a thread if the agent is streaming and a
-    /// scanner is at hand (the engine models subagents).
-    pub fn after_inline_chunk(
-        &mut self,
-        chunk_len: usize,
-        scanner: impl FnOnce() -> Option<Scanner>,
-        read_buf: usize,
-    ) {
-        if chunk_len < STREAMING_READ || !matches!(self.0, State::Inline(_)) {
+    /// After the relay handled a frame: move reading to a thread if the agent is streaming and
+    /// a scanner is at hand (the engine models subagents).
+    pub fn after_chunk(&mut self, scanner: impl FnOnce() -> Option<Scanner>) {
+        if !std::mem::take(&mut self.streaming) {
             return;
         }
         let Some(scanner) = scanner() else { return };
-        let State::Inline(framed) = std::mem::replace(&mut self.0, State::Ended) else {
+        let State::Inline(framed) = std::mem::replace(&mut self.state, State::Ended) else {
             return;
         };
+        let read_buf = self.read_buf;
         let parts = framed.into_parts();
         let started = parts.io.into_blocking().and_then(|fd| {
             let (tx, rx) = mpsc::channel(IN_FLIGHT);
@@ -90,7 +94,7 @@ impl AgentOutput {
         match started {
             Ok(rx) => {
                 tracing::debug!("the agent streams: its output is read on a thread of its own");
-                self.0 = State::Thread(rx)
+                self.state = State::Thread(rx)
             }
             Err(e) => tracing::error!(
                 "cannot read the agent's output on a thread of its own: {e}; ending the session"
@@ -98,22 +102,24 @@ impl AgentOutput {
         }
     }
 
-    /// The next frame and whether it was read inline; `None` after the end of the output.
-    pub async fn next(&mut self, read_buf: usize) -> Option<(io::Result<Chunk>, bool)> {
+    /// The next frame; `None` after the end of the output.
+    pub async fn next(&mut self) -> Option<io::Result<Chunk>> {
         loop {
-            match &mut self.0 {
+            match &mut self.state {
                 State::Inline(framed) => {
                     let frame = framed.next().await?;
-                    let chunk = frame.map(|frame| Chunk {
+                    self.streaming = frame
+                        .as_ref()
+                        .is_ok_and(|f| f.bytes().len() >= STREAMING_READ);
+                    return Some(frame.map(|frame| Chunk {
                         frame,
                         scans: Vec::new(),
-                    });
-                    return Some((chunk, true));
+                    }));
                 }
                 State::Thread(rx) => match rx.recv().await? {
-                    Msg::Chunk(chunk) => return Some((chunk, false)),
+                    Msg::Chunk(chunk) => return Some(chunk),
                     Msg::Handback(fd, buf, codec) => {
-                        self.0 = inline_again(fd, buf, codec, read_buf)
+                        self.state = inline_again(fd, buf, codec, self.read_buf)
                     }
                 },
                 State::Ended => return None,
@@ -275,8 +281,9 @@ mod tests {
     }
 
     async fn next_line(out: &mut AgentOutput) -> (Vec<u8>, bool, usize) {
-        let (chunk, inline) = out.next(1 << 20).await.expect("a frame");
-        let chunk = chunk.expect("read");
+        let chunk = out.next().await.expect("a frame").expect("read");
+        // Read inline exactly when reading is inline once the frame is out.
+        let inline = matches!(out.state, State::Inline(_));
         (chunk.frame.bytes().to_vec(), inline, chunk.scans.len())
     }
 
@@ -299,9 +306,9 @@ mod tests {
             .expect("write");
         let (line, inline, _) = next_line(&mut out).await;
         assert_eq!((line, inline), (big.clone().into_bytes(), true));
-        out.after_inline_chunk(big.len(), || Some(scanner), 1 << 20);
+        out.after_chunk(|| Some(scanner));
         assert!(
-            matches!(out.0, State::Thread(_)),
+            matches!(out.state, State::Thread(_)),
             "reading moved to the thread"
         );
         // The thread finishes the line the relay had started reading.
@@ -324,6 +331,6 @@ mod tests {
             (b"{\"b\":2}\n".to_vec(), true, 0)
         );
         drop(w);
-        assert!(out.next(1 << 20).await.is_none(), "end of the output");
+        assert!(out.next().await.is_none(), "end of the output");
     }
 }

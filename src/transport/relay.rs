@@ -208,11 +208,10 @@ where
                 }
             }
             _ = async { if let Some(t) = &to_agent { t.room().await } }, if !agent_room => {}
-            frame = agent_in.next(READ_BUF), if client_room => {
+            frame = agent_in.next(), if client_room => {
                 match frame {
-                    Some((Ok(Chunk { frame, scans }), inline)) => {
+                    Some(Ok(Chunk { frame, scans })) => {
                         let now = clock.elapsed().as_millis() as u64;
-                        let read = frame.bytes().len();
                         match frame {
                             Frame::Lines(chunk) => {
                                 let mut sink = relay_sink(&to_client, to_agent.as_ref());
@@ -221,10 +220,7 @@ where
                             }
                             Frame::Line(bytes) => {
                                 if let Some(d) = &dump { d.frame(Direction::AgentToProxy, &bytes); }
-                                match scans.into_iter().next() {
-                                    Some(scan) => engine.from_agent_scanned(bytes, scan, now, &mut actions),
-                                    None => engine.from_agent(bytes, now, &mut actions),
-                                }
+                                engine.from_agent_scanned(bytes, scans.into_iter().next(), now, &mut actions);
                             }
                             Frame::Piece { bytes, first, .. } => {
                                 if let Some(d) = &dump { d.frame(Direction::AgentToProxy, &bytes); }
@@ -233,12 +229,10 @@ where
                             }
                         }
                         execute(&mut engine, now, &mut actions, &mut relay_sink(&to_client, to_agent.as_ref()), &dump, store.as_ref());
-                        if inline {
-                            // A streaming agent's output is read and scanned on a thread of its own.
-                            agent_in.after_inline_chunk(read, || engine.models_subagents().then(|| engine.scanner()), READ_BUF);
-                        }
+                        // A streaming agent's output is read and scanned on a thread of its own.
+                        agent_in.after_chunk(|| engine.models_subagents().then(|| engine.scanner()));
                     }
-                    Some((Err(e), _)) => {
+                    Some(Err(e)) => {
                         tracing::warn!("reading from the agent failed: {e}");
                         agent_eof = true;
                     }
@@ -409,12 +403,8 @@ fn from_agent_lines(ctx: &mut Ctx<'_>, chunk: Bytes, scans: Vec<AgentScan>) {
             oversize_note(ctx.dump, "agent", ctx.max_frame);
             ctx.actions.push(Action::ToClient(line));
         } else {
-            match scan {
-                Some(scan) => ctx
-                    .engine
-                    .from_agent_scanned(line, scan, ctx.now, ctx.actions),
-                None => ctx.engine.from_agent(line, ctx.now, ctx.actions),
-            }
+            ctx.engine
+                .from_agent_scanned(line, scan, ctx.now, ctx.actions);
         }
         let untouched = ctx.dump.is_none()
             && matches!(ctx.actions.as_slice(), [Action::ToClient(out)]

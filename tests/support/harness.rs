@@ -134,7 +134,7 @@ impl Harness {
         if self.scan_ahead {
             let scan = self.engine.scanner().scan(&frame);
             self.engine
-                .from_agent_scanned(frame, scan, self.now, &mut out);
+                .from_agent_scanned(frame, Some(scan), self.now, &mut out);
         } else {
             self.engine.from_agent(frame, self.now, &mut out);
         }
