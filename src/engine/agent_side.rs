@@ -492,9 +492,8 @@ impl Engine {
         let entries_before = child.entries.count();
         let standard = child.agent_child.is_some();
         // Cloned only on the less common paths below: most events need no parent id.
-        let parent_of = |c: &Child| c.parent.clone();
         let flat_parent = (self.cfg.live_child_events == LiveChildEvents::Flat && !replay_skip)
-            .then(|| parent_of(child));
+            .then(|| child.parent.clone());
         if let (Some(t), "tool_call") = (tool.as_deref(), kind.as_ref()) {
             self.reg.set_tool_owner(root, t, cid);
         }
@@ -550,7 +549,7 @@ impl Engine {
             }
         }
         if let Some(card) = card {
-            let parent = parent_of(child);
+            let parent = child.parent.clone();
             if child.card_final {
                 self.persist_state(cid, out);
             }
