@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
@@ -317,9 +317,7 @@ impl Store {
             }
             StoreLocation::Path(path) => {
                 prepare_file(path)?;
-                let mut conn = open_file(path)?;
-                schema::migrate(&mut conn, &location.to_string())?;
-                let reader = open_file(path)?;
+                let (conn, reader) = open_connections(path)?;
                 (Arc::new(Mutex::new(conn)), Arc::new(Mutex::new(reader)))
             }
         };
@@ -893,6 +891,43 @@ fn prepare_file(path: &Path) -> Result<(), StoreError> {
         }
     }
     Ok(())
+}
+
+/// The writer's and the reader's connections to the file, its schema brought up to date.
+///
+/// SQLite waits out another connection's lock (the busy timeout) except where a connection
+/// holding a read lock needs the write lock: there it answers "locked" at once, as waiting
+/// could deadlock. Switching a new file to WAL is such a step, so two proxies creating one
+/// store at the same moment could see one fail. An open that meets a lock starts over, until
+/// the busy timeout has passed.
+fn open_connections(path: &Path) -> Result<(Connection, Connection), StoreError> {
+    let location = path.display().to_string();
+    let deadline = Instant::now() + BUSY_TIMEOUT;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        let attempt = open_file(path).and_then(|mut conn| {
+            schema::migrate(&mut conn, &location)?;
+            Ok((conn, open_file(path)?))
+        });
+        match attempt {
+            Err(StoreError::Open { source, .. } | StoreError::Migrate { source, .. })
+                if is_busy(&source) && Instant::now() < deadline =>
+            {
+                tracing::debug!("store {location}: locked while opening, retrying: {source}");
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Another connection's lock stood in the way.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }
 
 /// Open a connection to the file and set it up (WAL, busy timeout, incremental vacuum for

@@ -14,11 +14,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rusqlite::backup::{Backup, StepResult};
-use rusqlite::{params, Connection, ErrorCode, TransactionBehavior};
+use rusqlite::{params, Connection, TransactionBehavior};
 
 use super::logs::{LogError, LogWriter};
 use super::{
-    encode_turns, lock, open_memory, retention, unix_now, PruneReport, Shared, SharedConn,
+    encode_turns, is_busy, lock, open_memory, retention, unix_now, PruneReport, Shared, SharedConn,
     StoreConfig, StoreError, StoreLocation, StoreOp,
 };
 
@@ -334,13 +334,6 @@ impl Writer {
             Err(e) => tracing::warn!("store retention failed: {e}"),
         }
     }
-}
-
-fn is_busy(e: &rusqlite::Error) -> bool {
-    matches!(
-        e.sqlite_error_code(),
-        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
-    )
 }
 
 /// Copy a database into a new in-memory one (or start an empty one if it cannot be read).
