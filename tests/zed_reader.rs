@@ -39,7 +39,7 @@ fn frames_survive_every_switch_between_reading_threads() {
         let burst = frames(next, 3000, 1200);
         next += 3000;
         steps.push(json!({"send_file": s.write(&format!("burst-{round}.jsonl"), &burst)}));
-        let mut read_first = burst.clone();
+        let mut read_first = burst;
         // Then frames one at a time, the next only once the client has the last one (as when
         // an editor answers each): reading comes back, whatever the machine's load.
         for _ in 0..TRICKLE {
