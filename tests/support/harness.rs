@@ -216,11 +216,12 @@ pub fn line(msg: &Value) -> Bytes {
     s.into()
 }
 
-/// Messages of a capture in `shared/fixtures/` as (direction, message).
+/// Messages of a capture in `tests/fixtures/` as (direction, message).
 pub fn fixture(name: &str) -> Vec<(String, Value)> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures");
-    let text =
-        std::fs::read_to_string(dir.join(name)).expect("fixture readable (../shared/fixtures)");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let path = dir.join(name);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("fixture {} readable: {e}", path.display()));
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| {

@@ -4,7 +4,7 @@
 //! file next to a one-byte-per-frame "class" file; the agent side writes the stream file, the
 //! client side reads the same file to know exactly what must arrive.
 //!
-//! Frame shapes follow real `claude-agent-acp` traffic (see `shared/fixtures/`): compact JSON as
+//! Frame shapes follow real `claude-agent-acp` traffic (see `tests/fixtures/`): compact JSON as
 //! `JSON.stringify` writes it, `_meta.claudeCode.toolName` on tool calls, and in the subagent
 //! profiles the legacy child wire (`_meta.claudeCode.parentToolUseId`, spawn `tool_call`s with
 //! `toolName` `Agent` or `Task`, the parent-less post-hook `tool_call_update`).
