@@ -42,6 +42,7 @@ fn check_parent(h: &Harness, parent: &str, child: &str, child_markers: &[&str]) 
         let text = match e {
             Entry::User(t) | Entry::Assistant(t) => t.clone(),
             Entry::Tool(t) => format!("{} {}", t.id, t.title),
+            other => other.to_string(),
         };
         for m in child_markers {
             assert!(
