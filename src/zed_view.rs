@@ -23,7 +23,7 @@
 //! over `_meta.tool_name`, which is also read from updates while no name is set; adjacent
 //! chunks with different `messageId`s start a new chunk (a new entry for user chunks);
 //! session-scoped `elicitation/create` and context compaction make entries; a permission
-//! request upserts its tool call. Only under `V1_18`: a plan whose entries are all done when a
+//! request upserts its tool call. Only under `V1_18`: a plan with no pending item when a
 //! prompted turn ends is kept as a "completed plan" entry.
 
 use std::collections::{HashMap, HashSet};
@@ -271,9 +271,14 @@ impl Thread {
         })
     }
 
-    fn push(&mut self, entry: Entry, state: EntryState) {
+    /// Keeps `state` as long as `entries` (which callers may change directly).
+    fn sync_state(&mut self) {
         self.state
             .resize_with(self.entries.len(), EntryState::default);
+    }
+
+    fn push(&mut self, entry: Entry, state: EntryState) {
+        self.sync_state();
         self.entries.push(entry);
         self.state.push(state);
     }
@@ -616,6 +621,7 @@ fn apply(thread: &mut Thread, update: &Value, rules: ZedRules, orphans: &mut Vec
 }
 
 fn user_chunk(thread: &mut Thread, text: String, message_id: Option<String>) {
+    thread.sync_state();
     let last = thread.entries.len().checked_sub(1);
     if let (Some(ix), Some(Entry::User(s))) = (last, thread.entries.last_mut()) {
         let state = &mut thread.state[ix];
@@ -642,6 +648,7 @@ fn assistant_chunk(thread: &mut Thread, text: String, thought: bool, message_id:
         message_id,
         text: text.clone(),
     };
+    thread.sync_state();
     let last = thread.entries.len().checked_sub(1);
     if let (Some(ix), Some(Entry::Assistant(s))) = (last, thread.entries.last_mut()) {
         s.push_str(&text);
