@@ -6,12 +6,14 @@
 It sends Zed's `initialize` (clientInfo "zed", Zed's capabilities and `_meta` flags),
 `session/new` with `cwd` = DIR, and `session/prompt` `SCENARIO:<name> survey the text files`;
 answers permission requests with an allow option, serves `fs/read_text_file` and
-`fs/write_text_file` from DIR (and nowhere else), and answers any other agent request with
--32601. After the prompt's response it keeps reading until the agent has been quiet for
+`fs/write_text_file` from DIR (and nowhere else), runs `terminal/*` commands through `sh -c`
+in DIR as Zed does (it advertises `terminal: true`, and agents rely on it), and answers any
+other agent request with -32601. After the prompt's response it keeps reading until the agent has been quiet for
 `--quiet` seconds (background subagents finish after the turn). With `--load-children` it then
 loads every subagent card's child session with `session/load`, as Zed does when a thread is
 reopened. It prints a JSON summary on stdout and exits non-zero when the run did not end
-cleanly (error response, timeout, agent exit, or a stop reason other than `end_turn`).
+cleanly (error response, timeout, agent exit, a stop reason other than `end_turn`, or the
+parent thread without the `--expect` text, `MAIN-DONE` by default).
 
 Standard library only.
 """
@@ -20,6 +22,8 @@ import argparse
 import json
 import os
 import queue
+import shlex
+import signal
 import subprocess
 import sys
 import threading
@@ -43,6 +47,56 @@ class Failed(Exception):
     pass
 
 
+class Terminal:
+    """One `terminal/create`: a shell command whose output is kept up to a byte limit (the
+    oldest bytes go first, as ACP asks)."""
+
+    def __init__(self, params, workspace):
+        command = params["command"]
+        args = params.get("args") or []
+        line = " ".join([command] + [shlex.quote(a) for a in args])
+        env = dict(os.environ)
+        for var in params.get("env") or []:
+            env[var["name"]] = var["value"]
+        self.limit = params.get("outputByteLimit")
+        self.output = bytearray()
+        self.truncated = False
+        self.done = threading.Event()
+        self.proc = subprocess.Popen(
+            ["sh", "-c", line], cwd=params.get("cwd") or workspace, env=env,
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        )
+        threading.Thread(target=self._collect, daemon=True).start()
+
+    def _collect(self):
+        for chunk in iter(lambda: self.proc.stdout.read1(65536), b""):
+            self.output += chunk
+            if self.limit is not None and len(self.output) > self.limit:
+                del self.output[: len(self.output) - self.limit]
+                self.truncated = True
+        self.proc.wait()
+        self.done.set()
+
+    def exit_status(self):
+        if not self.done.is_set():
+            return None
+        rc = self.proc.returncode
+        if rc < 0:
+            return {"exitCode": None, "signal": signal.Signals(-rc).name}
+        return {"exitCode": rc, "signal": None}
+
+    def result(self):
+        out = {"output": self.output.decode("utf-8", "replace"), "truncated": self.truncated}
+        status = self.exit_status()
+        if status is not None:
+            out["exitStatus"] = status
+        return out
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+
+
 class Client:
     def __init__(self, argv, workspace, trace, stderr_path):
         self.workspace = os.path.realpath(workspace)
@@ -62,6 +116,7 @@ class Client:
         self.errors = []  # protocol problems seen (bad JSON, error responses)
         self.updates = {}  # session id -> list of update objects
         self.agent_requests = []  # (method, answered with)
+        self.terminals = {}
         threading.Thread(target=self._read, daemon=True).start()
 
     def now(self):
@@ -138,6 +193,17 @@ class Client:
             return
         if rid is None:
             return  # other notifications: nothing to answer
+        if method == "terminal/wait_for_exit" and params.get("terminalId") in self.terminals:
+            # Answered when the command ends; the frames meanwhile are handled as usual.
+            term = self.terminals[params["terminalId"]]
+
+            def wait():
+                term.done.wait()
+                self.send({"jsonrpc": "2.0", "id": rid, "result": term.exit_status()})
+
+            self.agent_requests.append((method, "result"))
+            threading.Thread(target=wait, daemon=True).start()
+            return
         try:
             result = self._answer(method, params)
             reply = {"jsonrpc": "2.0", "id": rid, "result": result}
@@ -177,9 +243,25 @@ class Client:
             with open(self._path(params["path"]), "w", encoding="utf-8") as f:
                 f.write(params.get("content", ""))
             return None
+        if method == "terminal/create":
+            tid = f"term-{len(self.terminals) + 1}"
+            self.terminals[tid] = Terminal(params, self.workspace)
+            return {"terminalId": tid}
+        if method in ("terminal/output", "terminal/kill", "terminal/release"):
+            term = self.terminals.get(params.get("terminalId"))
+            if term is None:
+                raise OSError(f"no terminal {params.get('terminalId')!r}")
+            if method == "terminal/output":
+                return term.result()
+            term.kill()
+            if method == "terminal/release":
+                del self.terminals[params["terminalId"]]
+            return {}
         raise LookupError(f"method not found: {method}")
 
     def close(self):
+        for term in self.terminals.values():
+            term.kill()
         try:
             self.proc.stdin.close()
         except OSError:
@@ -249,6 +331,8 @@ def main():
                     help="after the turn, read until the agent was silent this long")
     ap.add_argument("--linger", type=float, default=0,
                     help="read at least this long after the turn (background follow-ups)")
+    ap.add_argument("--expect", default="MAIN-DONE",
+                    help="text the parent thread must hold at the end ('' for none)")
     ap.add_argument("--mode", help="session/set_mode to this mode id before the prompt")
     ap.add_argument("--load-children", action="store_true",
                     help="session/load every card's child session, as Zed does on reopen")
@@ -317,7 +401,8 @@ def main():
             summary["children"] = children
         summary["agent_requests"] = c.agent_requests
         summary["errors"] = c.errors
-        summary["ok"] = summary["stopReason"] == "end_turn" and not c.errors
+        summary["ok"] = (summary["stopReason"] == "end_turn" and not c.errors
+                         and args.expect in summary["parent"]["text"])
     except Failed as e:
         summary["failure"] = str(e)
         summary["errors"] = c.errors
