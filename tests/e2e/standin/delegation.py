@@ -11,8 +11,9 @@ The scenarios (see tests/e2e/README.md):
 - A child runs one real tool on the project, then answers `SUB-ANSWER <tag>: …` naming the
   text files the tool's result showed.
 - The main agent ends its turn with `MAIN-DONE …` once every spawn's result is in. In the
-  background form its first turn ends with `MAIN-WAITING …`, and it answers `MAIN-DONE …`
-  when the child's answer reaches it later (a notification message or a result tool).
+  background form the child is slow (its first answer waits a few seconds), the main turn
+  ends with `MAIN-WAITING …`, and the main agent answers `MAIN-DONE …` when the child's answer
+  reaches it later (a notification message or a result tool).
 """
 
 import itertools
@@ -28,6 +29,7 @@ MAIN_RE = re.compile(r"SCENARIO:(\w+)")
 CHILD_RE = re.compile(r"SUBAGENT:(\w+)")
 ANSWER_RE = re.compile(r"SUB-ANSWER (\w+):")
 PROJECT_FILES = ("a.txt", "b.txt")
+BACKGROUND_CHILD_DELAY = 3.0
 
 
 class Text:
@@ -123,7 +125,10 @@ class Script:
         return [Text("Survey of the text files.")]
 
     def delay(self, conv):
-        """Seconds the model takes before this answer (0: at once)."""
+        """Seconds the model takes before this answer. A background child's first answer
+        waits, so that the main turn ends before the child does, as with real work."""
+        if self.plan["background"] and conv.role == "child" and not conv.results:
+            return BACKGROUND_CHILD_DELAY
         return 0
 
     def background_wait(self, conv):

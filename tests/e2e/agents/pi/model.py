@@ -2,9 +2,9 @@
 """The scripted model for pi with the pi-subagents extension (OpenAI chat completions).
 
 The spawn tool is `Agent {prompt, description, subagent_type, run_in_background?}`; a child
-lists the project with `ls`. In `background` the child is slow (its first answer waits a few
-seconds) so that the main turn ends first; the extension then hands the child's result to the
-main agent as a follow-up message, which the main agent answers with `MAIN-DONE`.
+lists the project with `ls`. In `background` the main turn ends first; the extension then
+hands the child's result to the main agent as a follow-up message, which the main agent
+answers with `MAIN-DONE`.
 """
 
 import os
@@ -15,8 +15,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from delegation import Call, Script  # noqa: E402
 from openai_chat import main  # noqa: E402
-
-BACKGROUND_CHILD_DELAY = 3.0
 
 
 class Pi(Script):
@@ -31,11 +29,6 @@ class Pi(Script):
 
     def child_tool(self, tag, conv):
         return Call("ls", {"path": "."})
-
-    def delay(self, conv):
-        if self.plan["background"] and conv.role == "child" and not conv.results:
-            return BACKGROUND_CHILD_DELAY
-        return 0
 
 
 if __name__ == "__main__":
