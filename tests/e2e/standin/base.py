@@ -8,6 +8,7 @@ stderr so that a failing run shows what the agent asked for. Standard library on
 import json
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -26,13 +27,15 @@ class Request:
 
 
 class Reply:
-    """What to send back: a JSON body, or a list of server-sent events."""
+    """What to send back: a JSON body, or a list of server-sent events; `delay` seconds
+    before answering (a slow model: other requests are served meanwhile)."""
 
-    def __init__(self, status=200, body=None, events=None, headers=None):
+    def __init__(self, status=200, body=None, events=None, headers=None, delay=0):
         self.status = status
         self.body = body
         self.events = events
         self.headers = headers or {}
+        self.delay = delay
 
     @staticmethod
     def json(obj, status=200):
@@ -64,6 +67,8 @@ def serve(handle, port_file, log_name="stand-in"):
                 print(f"{log_name}: {self.command} {self.path}: {e!r}", file=sys.stderr)
                 reply = Reply.json({"error": {"message": repr(e)}}, status=500)
             print(f"{log_name}: {self.command} {self.path} -> {reply.status}", file=sys.stderr)
+            if reply.delay:
+                time.sleep(reply.delay)
             if reply.events is not None:
                 self.send_response(reply.status)
                 self.send_header("content-type", "text/event-stream")
