@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 
-use acp_proxy::config::Config;
+use acp_proxy::config::{self, Config, ConfigSource};
 use acp_proxy::dump::Dump;
 use acp_proxy::engine::Engine;
 use acp_proxy::store::{self, Store, StoreConfig, StoreLocation, StoreOp};
@@ -24,7 +24,8 @@ use acp_proxy::transport::relay::{self, RelayOptions};
 #[derive(Parser, Debug)]
 #[command(name = "acp-proxy", version, verbatim_doc_comment)]
 struct Cli {
-    /// Config file (default: ./proxy.toml if present, else built-in defaults).
+    /// Config file (default: $XDG_CONFIG_HOME/acp-proxy/proxy.toml, else
+    /// ~/.config/acp-proxy/proxy.toml, if present; never ./proxy.toml).
     #[arg(long, value_name = "PATH", global = true)]
     config: Option<PathBuf>,
 
@@ -50,7 +51,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Validate a config file (default: ./proxy.toml) and print the effective settings.
+    /// Validate a config file (default: the one in effect, see --config) and print the
+    /// effective settings.
     CheckConfig {
         /// Config file to check.
         path: Option<PathBuf>,
@@ -141,11 +143,12 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
     }
     match cli.command {
         Some(Command::CheckConfig { path }) => {
-            let path = path
-                .or(cli.config)
-                .unwrap_or_else(|| PathBuf::from("proxy.toml"));
-            let cfg = Config::from_file(&path)?;
-            println!("{}: ok", path.display());
+            let source = ConfigSource::locate(path.or(cli.config).as_deref());
+            if let Some(note) = config::ignored_local_config(&source) {
+                eprintln!("acp-proxy: {note}");
+            }
+            let cfg = Config::load_from(&source)?;
+            println!("{source}: ok");
             println!("{cfg:#?}");
             Ok(0)
         }
@@ -158,23 +161,27 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Some(Command::Store { command }) => {
-            let mut cfg = Config::load(cli.config.as_deref())?;
+            let source = ConfigSource::locate(cli.config.as_deref());
+            let mut cfg = Config::load_from(&source)?;
             if let Some(level) = cli.log_level {
                 cfg.log_level = level;
             }
             let _log = init_tracing(&cfg.log_level)?;
+            warn_if_local_config_ignored(&source);
             if let Some(location) = cli.store {
                 cfg.store.location = Some(location);
             }
             store_command(cfg.store, command)
         }
         None => {
-            let mut cfg = Config::load(cli.config.as_deref())?;
+            let source = ConfigSource::locate(cli.config.as_deref());
+            let mut cfg = Config::load_from(&source)?;
             if let Some(level) = cli.log_level {
                 cfg.log_level = level;
             }
             // Flushes what is queued (briefly) when the proxy ends.
             let _log = init_tracing(&cfg.log_level)?;
+            warn_if_local_config_ignored(&source);
             if let Some(path) = cli.dump {
                 cfg.dump.path = Some(path);
             }
@@ -190,6 +197,14 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             };
             run_proxy(cfg, agent)
         }
+    }
+}
+
+/// A `proxy.toml` in the working directory is never read (it may come with a cloned
+/// repository): say so, in case the user expected it to apply.
+fn warn_if_local_config_ignored(source: &ConfigSource) {
+    if let Some(note) = config::ignored_local_config(source) {
+        tracing::warn!("{note}");
     }
 }
 
