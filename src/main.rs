@@ -188,14 +188,15 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             if let Some(location) = cli.store {
                 cfg.store.location = Some(location);
             }
-            let agent = if cli.agent.is_empty() {
+            // Which one runs is decided by the first frame: a chain link runs none.
+            let demo_agent = cli.agent.is_empty();
+            let agent = if demo_agent {
                 let me = std::env::current_exe().context("cannot locate the acp-proxy binary")?;
-                tracing::info!("no agent command given: using the built-in demo agent");
                 vec![me.to_string_lossy().into_owned(), "demo-agent".to_owned()]
             } else {
                 cli.agent
             };
-            run_proxy(cfg, agent)
+            run_proxy(cfg, agent, demo_agent)
         }
     }
 }
@@ -330,7 +331,7 @@ fn init_tracing(level: &str) -> anyhow::Result<tracing_appender::non_blocking::W
     Ok(guard)
 }
 
-fn run_proxy(cfg: Config, agent: Vec<String>) -> anyhow::Result<i32> {
+fn run_proxy(cfg: Config, agent: Vec<String>, demo_agent: bool) -> anyhow::Result<i32> {
     keep_read_buffers_mapped();
     // A pure relay keeps nothing; otherwise child transcripts go to the durable store, or
     // to memory (with a warning) if it cannot be used.
@@ -357,6 +358,7 @@ fn run_proxy(cfg: Config, agent: Vec<String>) -> anyhow::Result<i32> {
         let engine_cfg = cfg.engine_config();
         let opts = RelayOptions {
             agent_command: agent,
+            demo_agent,
             max_frame_bytes: cfg.max_frame_bytes,
             shutdown: cfg.shutdown.clone(),
             dump,

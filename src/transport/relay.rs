@@ -41,6 +41,8 @@ const NO_AGENT_WAIT: Duration = Duration::from_secs(10);
 
 pub struct RelayOptions {
     pub agent_command: Vec<String>,
+    /// `agent_command` is the built-in demo agent: none was given.
+    pub demo_agent: bool,
     pub max_frame_bytes: usize,
     pub shutdown: ShutdownConfig,
     pub dump: Option<Dump>,
@@ -103,12 +105,16 @@ where
                 writer: client_writer,
                 dump,
                 store,
+                ignored_agent: (!opts.demo_agent).then_some(opts.agent_command),
             };
             return chain_relay::run(parts, engine).await;
         }
     }
     let mut pending_first = Some(first);
 
+    if opts.demo_agent {
+        tracing::info!("no agent command given: using the built-in demo agent");
+    }
     let agent = match Agent::spawn(&opts.agent_command) {
         Ok(agent) => agent,
         Err(err) => {
