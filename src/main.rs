@@ -74,6 +74,14 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         script: Option<PathBuf>,
     },
+    /// Stop the agent's process group PGID once the proxy that started this process is gone
+    /// (started by the proxy itself; see docs/lifecycle.md).
+    #[command(hide = true)]
+    AgentGuardian {
+        pgid: i32,
+        stdin_grace_ms: u64,
+        term_grace_ms: u64,
+    },
     /// Inspect or prune the child-transcript store (`--store PATH` or `[store] path`).
     Store {
         #[command(subcommand)]
@@ -160,6 +168,15 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             acp_proxy::demo_agent::run(script.as_deref())?;
             Ok(0)
         }
+        Some(Command::AgentGuardian {
+            pgid,
+            stdin_grace_ms,
+            term_grace_ms,
+        }) => Ok(acp_proxy::transport::agent_guardian::run(
+            pgid,
+            Duration::from_millis(stdin_grace_ms),
+            Duration::from_millis(term_grace_ms),
+        )),
         Some(Command::Store { command }) => {
             let source = ConfigSource::locate(cli.config.as_deref());
             let mut cfg = Config::load_from(&source)?;

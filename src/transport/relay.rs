@@ -115,7 +115,7 @@ where
     if opts.demo_agent {
         tracing::info!("no agent command given: using the built-in demo agent");
     }
-    let agent = match Agent::spawn(&opts.agent_command) {
+    let agent = match Agent::spawn(&opts.agent_command, &opts.shutdown) {
         Ok(agent) => agent,
         Err(err) => {
             let code = exit_code_for_spawn_error(&err);
@@ -145,6 +145,7 @@ where
         stdout,
         stderr,
         pgid,
+        guardian,
     } = agent;
     let shown = crate::redact::redact_command(&opts.agent_command);
     tracing::info!(pid = pgid, command = ?shown, "agent started");
@@ -316,6 +317,10 @@ where
             .await?
         }
     };
+    // The group is stopped: the guardian has nothing left to do.
+    if let Some(g) = guardian {
+        g.stand_down().await;
+    }
     let _ = agent_writer.await;
     drain_stderr(&mut agent_err, &mut agent_log, &dump, stderr_eof).await;
     let stderr_tail = agent_log.finish().await;
