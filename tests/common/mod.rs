@@ -81,7 +81,18 @@ impl Proxy {
         agent: &[String],
         envs: &[(&str, &Path)],
     ) -> Proxy {
-        let mut cmd = Command::new(BIN);
+        // `ACP_PROXY_WRAPPER="valgrind --tool=massif ..."` runs the proxy under a profiler
+        // (used with the soak, scripts/soak.sh).
+        let wrapper = std::env::var("ACP_PROXY_WRAPPER").unwrap_or_default();
+        let mut wrapper = wrapper.split_whitespace();
+        let mut cmd = match wrapper.next() {
+            Some(program) => {
+                let mut cmd = Command::new(program);
+                cmd.args(wrapper).arg(BIN);
+                cmd
+            }
+            None => Command::new(BIN),
+        };
         // The child-transcript store defaults under $XDG_STATE_HOME, the config under
         // $XDG_CONFIG_HOME: keep both in the test dir (a test may point them elsewhere
         // through `envs`).
