@@ -212,18 +212,16 @@ impl Config {
         }
     }
 
-    /// Load from an explicit path, else `./proxy.toml` if present, else defaults.
+    /// Load the config in effect (see [`ConfigSource::locate`]).
     pub fn load(explicit: Option<&Path>) -> Result<Config, ConfigError> {
-        match explicit {
+        Self::load_from(&ConfigSource::locate(explicit))
+    }
+
+    /// Load from where [`ConfigSource::locate`] pointed: the file, or the defaults.
+    pub fn load_from(source: &ConfigSource) -> Result<Config, ConfigError> {
+        match source.path() {
             Some(path) => Self::from_file(path),
-            None => {
-                let local = Path::new("proxy.toml");
-                if local.is_file() {
-                    Self::from_file(local)
-                } else {
-                    Ok(Config::default())
-                }
-            }
+            None => Ok(Config::default()),
         }
     }
 
@@ -305,6 +303,104 @@ impl Config {
     }
 }
 
+/// Where the config in effect comes from. Never the working directory: editors start agent
+/// servers in the project's folder, and a cloned repository must not be able to turn redaction
+/// off, choose the dump's path or move the store by shipping a `proxy.toml`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigSource {
+    /// `--config PATH`, as given.
+    Flag(PathBuf),
+    /// The user's config file, which exists.
+    User(PathBuf),
+    /// No file: the built-in defaults. `user` is the user's config file that does not exist
+    /// (None when neither `XDG_CONFIG_HOME` nor `HOME` is set).
+    Defaults { user: Option<PathBuf> },
+}
+
+impl ConfigSource {
+    /// The config file in effect: `--config PATH`, else `$XDG_CONFIG_HOME/acp-proxy/proxy.toml`
+    /// (`~/.config/acp-proxy/proxy.toml` without `XDG_CONFIG_HOME`) if it exists, else none.
+    pub fn locate(explicit: Option<&Path>) -> ConfigSource {
+        match explicit {
+            Some(path) => ConfigSource::Flag(path.to_owned()),
+            None => match user_config_path() {
+                Some(path) if path.exists() => ConfigSource::User(path),
+                user => ConfigSource::Defaults { user },
+            },
+        }
+    }
+
+    /// The file to read, if any.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            ConfigSource::Flag(p) | ConfigSource::User(p) => Some(p),
+            ConfigSource::Defaults { .. } => None,
+        }
+    }
+}
+
+impl std::fmt::Display for ConfigSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigSource::Flag(p) => write!(f, "{} (given on the command line)", p.display()),
+            ConfigSource::User(p) => write!(f, "{}", p.display()),
+            ConfigSource::Defaults { user: Some(p) } => {
+                write!(f, "built-in defaults (no {})", p.display())
+            }
+            ConfigSource::Defaults { user: None } => write!(
+                f,
+                "built-in defaults (neither XDG_CONFIG_HOME nor HOME is set)"
+            ),
+        }
+    }
+}
+
+/// `$XDG_CONFIG_HOME/acp-proxy/proxy.toml`, or `~/.config/acp-proxy/proxy.toml`.
+pub fn user_config_path() -> Option<PathBuf> {
+    config_path(
+        std::env::var_os("XDG_CONFIG_HOME"),
+        std::env::var_os("HOME"),
+    )
+}
+
+fn config_path(
+    xdg_config_home: Option<std::ffi::OsString>,
+    home: Option<std::ffi::OsString>,
+) -> Option<PathBuf> {
+    let base = match xdg_config_home
+        .map(PathBuf::from)
+        // The XDG spec: a relative value is invalid and must be ignored.
+        .filter(|p| p.is_absolute())
+    {
+        Some(dir) => dir,
+        None => PathBuf::from(home.filter(|h| !h.is_empty())?).join(".config"),
+    };
+    Some(base.join("acp-proxy").join("proxy.toml"))
+}
+
+/// If the working directory holds a `proxy.toml` that is not the config in effect, a notice
+/// saying that it is ignored and how to use it.
+pub fn ignored_local_config(source: &ConfigSource) -> Option<String> {
+    let local = Path::new("proxy.toml");
+    if !local.is_file() {
+        return None;
+    }
+    let same = |p: &Path| match (local.canonicalize(), p.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if source.path().is_some_and(same) {
+        return None;
+    }
+    let cwd = std::env::current_dir()
+        .map(|d| d.join("proxy.toml").display().to_string())
+        .unwrap_or_else(|_| "./proxy.toml".to_owned());
+    Some(format!(
+        "{cwd} is ignored: the config is never read from the working directory (config in \
+         effect: {source}); to use that file, start acp-proxy with `--config ./proxy.toml`"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -344,5 +440,37 @@ mod tests {
             .expect_err("too small")
             .to_string();
         assert!(e.contains("max_frame_bytes"), "{e}");
+    }
+
+    #[test]
+    fn the_user_config_path_follows_xdg() {
+        let p =
+            |x: Option<&str>, h: Option<&str>| config_path(x.map(Into::into), h.map(Into::into));
+        let at = |s: &str| Some(PathBuf::from(s));
+        assert_eq!(
+            p(Some("/cfg"), Some("/home/u")),
+            at("/cfg/acp-proxy/proxy.toml")
+        );
+        assert_eq!(
+            p(Some("relative"), Some("/home/u")),
+            at("/home/u/.config/acp-proxy/proxy.toml")
+        );
+        assert_eq!(
+            p(None, Some("/home/u")),
+            at("/home/u/.config/acp-proxy/proxy.toml")
+        );
+        assert_eq!(p(None, Some("")), None);
+        assert_eq!(p(None, None), None);
+    }
+
+    #[test]
+    fn an_explicit_path_is_used_as_given() {
+        let source = ConfigSource::locate(Some(Path::new("./proxy.toml")));
+        assert_eq!(source, ConfigSource::Flag(PathBuf::from("./proxy.toml")));
+        assert_eq!(source.path(), Some(Path::new("./proxy.toml")));
+        assert_eq!(
+            source.to_string(),
+            "./proxy.toml (given on the command line)"
+        );
     }
 }
