@@ -13,6 +13,8 @@ use acp_proxy::engine::Engine;
 use acp_proxy::store::{self, Store, StoreConfig, StoreLocation, StoreOp};
 use acp_proxy::transport::relay::{self, RelayOptions};
 
+mod cli;
+
 /// An ACP proxy between your editor and any ACP agent: it shows the agent's subagents as real
 /// subagents in the editor and relays everything else unchanged.
 ///
@@ -50,7 +52,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Validate a config file (default: ./proxy.toml) and print the effective settings.
+    /// Validate the config (PATH, else the one the proxy reads) and print the effective
+    /// settings as TOML.
     CheckConfig {
         /// Config file to check.
         path: Option<PathBuf>,
@@ -140,15 +143,13 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
         }
     }
     match cli.command {
-        Some(Command::CheckConfig { path }) => {
-            let path = path
-                .or(cli.config)
-                .unwrap_or_else(|| PathBuf::from("proxy.toml"));
-            let cfg = Config::from_file(&path)?;
-            println!("{}: ok", path.display());
-            println!("{cfg:#?}");
-            Ok(0)
-        }
+        Some(Command::CheckConfig { path }) => cli::check_config::run(
+            path.or(cli.config).as_deref(),
+            cli::check_config::Overrides {
+                log_level: cli.log_level,
+                store: cli.store,
+            },
+        ),
         Some(Command::Demo { proxy_args }) => {
             acp_proxy::demo::run(&proxy_args)?;
             Ok(0)

@@ -91,7 +91,7 @@ fn check_config_validates_a_file() {
     let (code, stdout, _) = run(&s, &["check-config", &good]);
     assert_eq!(code, 0);
     assert!(
-        stdout.contains("term_grace_ms: 500"),
+        stdout.contains("[shutdown]\nstdin_grace_ms = 1000\nterm_grace_ms = 500\n"),
         "prints the effective settings:\n{stdout}"
     );
 

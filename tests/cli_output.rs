@@ -1,0 +1,74 @@
+//! What the user-facing subcommands print: `check-config` the effective settings as TOML that
+//! reads back.
+
+mod common;
+
+use std::process::{Command, Stdio};
+
+use common::{Scratch, BIN};
+
+fn run(s: &Scratch, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .current_dir(s.dir.path())
+        .env("XDG_STATE_HOME", s.path("state"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run acp-proxy");
+    (
+        out.status.code().expect("exit code"),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn check_config_prints_toml_that_reads_back() {
+    let s = Scratch::new();
+    let config = s.write(
+        "mine.toml",
+        "display = \"zed\"\n[store]\nmax_age = \"12h\"\n[subagents]\npresets = [\"qwen\"]\n",
+    );
+    let (code, stdout, stderr) = run(&s, &["check-config", &config]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.starts_with(&format!("# {config}: ok\n")), "{stdout}");
+    let table: toml::Table = toml::from_str(&stdout).expect("stdout is TOML");
+    assert_eq!(table["display"].as_str(), Some("zed"));
+    assert_eq!(table["store"]["max_age"].as_str(), Some("12h"));
+    assert_eq!(
+        table["store"]["max_bytes"].as_str(),
+        Some("512MiB"),
+        "defaults filled in"
+    );
+    let store = s.path("state/acp-proxy/store.sqlite3");
+    assert_eq!(
+        table["store"]["path"].as_str(),
+        Some(&*store.to_string_lossy()),
+        "where the store goes"
+    );
+    assert_eq!(
+        table["subagents"]["presets"].as_array().map(Vec::len),
+        Some(1)
+    );
+
+    // Fed back as a config, it gives the same settings.
+    let again = s.write("again.toml", &stdout);
+    let (code, stdout2, stderr) = run(&s, &["check-config", &again]);
+    assert_eq!(code, 0, "{stderr}");
+    let body = |t: &str| t.lines().skip(1).collect::<Vec<_>>().join("\n");
+    assert_eq!(body(&stdout2), body(&stdout));
+
+    // Global flags are part of the effective settings; without a file, the defaults.
+    let (code, stdout, _) = run(
+        &s,
+        &["--store", "memory", "--log-level", "debug", "check-config"],
+    );
+    assert_eq!(code, 0);
+    assert!(
+        stdout.starts_with("# no config file: built-in defaults\n"),
+        "{stdout}"
+    );
+    let table: toml::Table = toml::from_str(&stdout).expect("TOML");
+    assert_eq!(table["store"]["path"].as_str(), Some("memory"));
+    assert_eq!(table["log_level"].as_str(), Some("debug"));
+}
