@@ -21,6 +21,7 @@ mod cli;
 /// Wrap an agent in Zed's settings:
 ///   "agent_servers": { "Claude (subagents)": { "type": "custom",
 ///     "command": "/path/to/acp-proxy", "args": ["--", "npx", "@agentclientprotocol/claude-agent-acp"] } }
+/// or let acp-proxy add it: `acp-proxy setup zed --agent claude --write`.
 ///
 /// Without an agent command, the built-in demo agent is used.
 #[derive(Parser, Debug)]
@@ -58,6 +59,13 @@ enum Command {
         /// Config file to check.
         path: Option<PathBuf>,
     },
+    /// Add acp-proxy to an editor's settings: `acp-proxy setup zed --agent claude --write`.
+    Setup {
+        #[command(subcommand)]
+        target: cli::setup_zed::SetupTarget,
+    },
+    /// Start an agent once as Zed would and report what Zed will get from it.
+    Doctor(cli::doctor::DoctorArgs),
     /// Show what Zed would display for the demo agent's subagents.
     ///
     /// A scripted Zed-like client drives the proxy over the built-in demo agent (two
@@ -147,6 +155,14 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             path.or(cli.config).as_deref(),
             cli::check_config::Overrides {
                 log_level: cli.log_level,
+                store: cli.store,
+            },
+        ),
+        Some(Command::Setup { target }) => cli::setup_zed::run(target, cli.config.as_deref()),
+        Some(Command::Doctor(args)) => cli::doctor::run(
+            args,
+            cli::doctor::Overrides {
+                config: cli.config.as_deref(),
                 store: cli.store,
             },
         ),
