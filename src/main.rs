@@ -66,6 +66,11 @@ enum Command {
     },
     /// Start an agent once as Zed would and report what Zed will get from it.
     Doctor(cli::doctor::DoctorArgs),
+    /// Print a shell completion script, e.g. `acp-proxy completions bash`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
     /// Show what Zed would display for the demo agent's subagents.
     ///
     /// A scripted Zed-like client drives the proxy over the built-in demo agent (two
@@ -166,6 +171,13 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
                 store: cli.store,
             },
         ),
+        Some(Command::Completions { shell }) => {
+            use clap::CommandFactory;
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "acp-proxy", &mut script);
+            cli::emit(&script)?;
+            Ok(0)
+        }
         Some(Command::Demo { proxy_args }) => {
             acp_proxy::demo::run(&proxy_args)?;
             Ok(0)

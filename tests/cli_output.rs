@@ -1,5 +1,5 @@
 //! What the user-facing subcommands print: `check-config` the effective settings as TOML that
-//! reads back.
+//! reads back, `completions` a script for the shell.
 
 mod common;
 
@@ -71,4 +71,33 @@ fn check_config_prints_toml_that_reads_back() {
     let table: toml::Table = toml::from_str(&stdout).expect("TOML");
     assert_eq!(table["store"]["path"].as_str(), Some("memory"));
     assert_eq!(table["log_level"].as_str(), Some("debug"));
+}
+
+#[test]
+fn completions_cover_the_subcommands() {
+    let s = Scratch::new();
+    for shell in ["bash", "zsh", "fish"] {
+        let (code, stdout, stderr) = run(&s, &["completions", shell]);
+        assert_eq!(code, 0, "{shell}: {stderr}");
+        for word in ["setup", "doctor", "check-config", "settings", "timeout"] {
+            assert!(stdout.contains(word), "{shell} script lacks {word}");
+        }
+    }
+    let (code, _, stderr) = run(&s, &["completions", "tcsh"]);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("tcsh"), "{stderr}");
+    // A reader that stops early is not a crash.
+    let out = Command::new("sh")
+        .args([
+            "-c",
+            &format!("'{BIN}' completions bash | head -c 10 >/dev/null; echo ok"),
+        ])
+        .output()
+        .expect("sh");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("panicked"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
