@@ -3,25 +3,22 @@
 //! shows its subagents: the agent's identity and protocol version, `loadSession`, how its
 //! subagents are recognised, the display flavour, and where the store, dump and config are.
 
-use std::collections::VecDeque;
+mod places;
+mod probe;
+
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
-use bytes::Bytes;
-use futures::StreamExt;
-use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+use serde_json::Value;
 
 use acp_proxy::config::{Config, Display};
-use acp_proxy::engine::{Action, Engine, Mode};
+use acp_proxy::engine::Mode;
 use acp_proxy::store::{self, StoreLocation};
-use acp_proxy::transport::child::{self, Agent};
-use acp_proxy::transport::framing::{line_body, Frame, LineCodec};
 
 use super::agents::{self, KnownAgent};
 use super::{absolute, shell_line};
+use probe::Outcome;
 
 #[derive(clap::Args, Debug)]
 pub struct DoctorArgs {
@@ -36,28 +33,6 @@ pub struct DoctorArgs {
     #[arg(last = true, value_name = "AGENT COMMAND")]
     command: Vec<String>,
 }
-
-/// Zed's `initialize` as Zed 1.18 sends it (`clientInfo.name` "zed", its capabilities). The
-/// engine then adds what the proxy adds for Zed (the subagents opt-in).
-fn zed_initialize() -> Value {
-    json!({
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": 1,
-            "clientCapabilities": {
-                "fs": {"readTextFile": true, "writeTextFile": true},
-                "terminal": true,
-                "_meta": {"terminal_output": true, "terminal-auth": true}
-            },
-            "clientInfo": {"name": "zed", "title": "Zed", "version": "1.18.0"}
-        }
-    })
-}
-
-/// Lines of the agent's stderr kept to show when it fails.
-const STDERR_TAIL: usize = 12;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Level {
@@ -138,11 +113,11 @@ pub fn run(args: DoctorArgs, overrides: Overrides<'_>) -> anyhow::Result<i32> {
             .enable_all()
             .build()
             .context("cannot start the async runtime")?;
-        let outcome = runtime.block_on(initialize(&cfg, &command, args.timeout));
+        let outcome = runtime.block_on(probe::initialize(&cfg, &command, args.timeout));
         runtime.shutdown_background();
         report_agent(&mut report, &cfg, known, &program, outcome);
     }
-    report_store_and_dump(&mut report, &cfg);
+    places::report_store_and_dump(&mut report, &cfg);
     Ok(finish(&report, &setup_args))
 }
 
@@ -223,140 +198,6 @@ fn check_program(
                 None => report.fix("install the agent, or give the full path to its program"),
             }
             None
-        }
-    }
-}
-
-/// How the one `initialize` went.
-enum Outcome {
-    SpawnFailed(String),
-    Answered {
-        response: Value,
-        elapsed: Duration,
-        mode: Option<Mode>,
-        noise: Option<String>,
-    },
-    /// The agent wrote something that is not the answer, then closed stdout or exited.
-    Ended {
-        status: String,
-        stderr: Vec<String>,
-        noise: Option<String>,
-    },
-    TimedOut {
-        stderr: Vec<String>,
-        noise: Option<String>,
-    },
-}
-
-/// Spawn the agent, send it what the proxy sends for Zed's `initialize`, wait for the answer,
-/// and stop the agent the way the proxy does when Zed goes away.
-async fn initialize(cfg: &Config, command: &[String], timeout: Duration) -> Outcome {
-    let mut engine = Engine::new(cfg.engine_config());
-    let mut actions = Vec::new();
-    let request = Bytes::from(format!("{}\n", zed_initialize()));
-    engine.from_client(request, 0, &mut actions);
-    let to_agent: Vec<Bytes> = actions
-        .into_iter()
-        .filter_map(|a| match a {
-            Action::ToAgent(b) => Some(b),
-            _ => None,
-        })
-        .collect();
-
-    let started = Instant::now();
-    let agent = match Agent::spawn(command) {
-        Ok(a) => a,
-        Err(e) => return Outcome::SpawnFailed(e.to_string()),
-    };
-    let Agent {
-        mut child,
-        mut stdin,
-        stdout,
-        stderr,
-        pgid,
-    } = agent;
-    let tail = Arc::new(Mutex::new(VecDeque::new()));
-    let stderr_task = tokio::spawn(keep_tail(stderr, tail.clone()));
-    let mut frames =
-        tokio_util::codec::FramedRead::new(stdout, LineCodec::new(cfg.max_frame_bytes));
-    let mut noise = None;
-    for frame in &to_agent {
-        // An agent that exits at once closes its stdin: that shows below as its end.
-        let _ = stdin.write_all(frame).await;
-    }
-    let _ = stdin.flush().await;
-    let deadline = tokio::time::Instant::now() + timeout;
-    let answer = loop {
-        let next = match tokio::time::timeout_at(deadline, frames.next()).await {
-            Err(_) => break None,
-            Ok(None) | Ok(Some(Err(_))) => break Some(None),
-            Ok(Some(Ok(frame))) => frame,
-        };
-        let Frame::Line(line) = next else {
-            noise.get_or_insert_with(|| "a line longer than max_frame_bytes".to_owned());
-            continue;
-        };
-        let body = line_body(&line);
-        if body.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        match serde_json::from_slice::<Value>(body) {
-            Ok(msg) if msg.get("id") == Some(&json!(0)) && msg.get("method").is_none() => {
-                break Some(Some(msg));
-            }
-            // Notifications and requests before the answer are allowed; Zed handles them.
-            Ok(_) => {}
-            Err(_) => {
-                noise.get_or_insert_with(|| {
-                    let text = String::from_utf8_lossy(body);
-                    let short: String = text.chars().take(120).collect();
-                    short
-                });
-            }
-        }
-    };
-    let elapsed = started.elapsed();
-    drop(stdin);
-    let grace = Duration::from_millis(cfg.shutdown.stdin_grace_ms);
-    let term = Duration::from_millis(cfg.shutdown.term_grace_ms);
-    let status = child::stop(&mut child, pgid, grace, term).await;
-    // The agent is gone: its stderr ends (a grandchild holding it open is not waited for).
-    let _ = tokio::time::timeout(Duration::from_secs(1), stderr_task).await;
-    let stderr_lines = || {
-        tail.lock()
-            .map(|t| t.iter().cloned().collect())
-            .unwrap_or_default()
-    };
-    match answer {
-        Some(Some(response)) => Outcome::Answered {
-            response,
-            elapsed,
-            mode: engine.mode(),
-            noise,
-        },
-        Some(None) => Outcome::Ended {
-            status: match status {
-                Ok(s) => child::describe_status(&s),
-                Err(e) => format!("unknown ({e})"),
-            },
-            stderr: stderr_lines(),
-            noise,
-        },
-        None => Outcome::TimedOut {
-            stderr: stderr_lines(),
-            noise,
-        },
-    }
-}
-
-async fn keep_tail(stderr: tokio::process::ChildStderr, tail: Arc<Mutex<VecDeque<String>>>) {
-    let mut lines = tokio::io::BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        if let Ok(mut t) = tail.lock() {
-            if t.len() == STDERR_TAIL {
-                t.pop_front();
-            }
-            t.push_back(line);
         }
     }
 }
@@ -630,112 +471,4 @@ fn report_flavour(report: &mut Report, cfg: &Config, mode: Option<Mode>) {
             "undecided (the engine saw no initialize)",
         ),
     }
-}
-
-fn report_store_and_dump(report: &mut Report, cfg: &Config) {
-    if cfg.display == Display::Off {
-        report.line(Level::Info, "store", "not used (display = \"off\")");
-    } else {
-        let location = match &cfg.store.location {
-            Some(l) => Ok(l.clone()),
-            None => store::default_path().map(StoreLocation::Path),
-        };
-        match location {
-            Ok(StoreLocation::Memory) => {
-                report.line(
-                    Level::Warn,
-                    "store",
-                    "memory: subagents' threads do not open after a restart",
-                );
-                report.fix(
-                    "drop `--store memory` / `[store] path = \"memory\"` to keep them on disk",
-                );
-            }
-            Ok(StoreLocation::Path(path)) => report_store_path(report, &path),
-            Err(e) => {
-                report.line(
-                    Level::Warn,
-                    "store",
-                    format!("{e}: transcripts stay in memory"),
-                );
-                report.fix("set `[store] path` in the config, or HOME / XDG_STATE_HOME");
-            }
-        }
-    }
-    match &cfg.dump.path {
-        Some(p) if cfg.dump.redact => report.line(
-            Level::Info,
-            "dump",
-            format!("{} (secrets redacted)", p.display()),
-        ),
-        Some(p) => report.line(
-            Level::Warn,
-            "dump",
-            format!(
-                "{} with redaction OFF: it holds secrets in clear",
-                p.display()
-            ),
-        ),
-        None => report.line(
-            Level::Info,
-            "dump",
-            "off (--dump PATH or `[dump] path` records the traffic for debugging)",
-        ),
-    }
-}
-
-fn report_store_path(report: &mut Report, path: &Path) {
-    if path.exists() {
-        let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-        if access(path, libc::R_OK | libc::W_OK) {
-            report.line(
-                Level::Ok,
-                "store",
-                format!("{} ({} KiB)", path.display(), size.div_ceil(1024)),
-            );
-        } else {
-            report.line(
-                Level::Warn,
-                "store",
-                format!(
-                    "{} is not writable: transcripts would stay in memory",
-                    path.display()
-                ),
-            );
-            report.fix("fix its permissions, or choose another file with --store PATH");
-        }
-        return;
-    }
-    // It will be created with its folders: the nearest folder that exists must be writable.
-    let creatable = path
-        .ancestors()
-        .skip(1)
-        .find(|a| a.exists())
-        .is_some_and(|a| a.is_dir() && access(a, libc::W_OK | libc::X_OK));
-    if creatable {
-        report.line(
-            Level::Ok,
-            "store",
-            format!("{} (created at first use)", path.display()),
-        );
-    } else {
-        report.line(
-            Level::Warn,
-            "store",
-            format!(
-                "{} cannot be created: transcripts would stay in memory",
-                path.display()
-            ),
-        );
-        report.fix("choose a writable place with --store PATH or `[store] path`");
-    }
-}
-
-fn access(path: &Path, mode: libc::c_int) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: `c` is a valid NUL-terminated string that outlives the call.
-    unsafe { libc::access(c.as_ptr(), mode) == 0 }
 }
