@@ -115,6 +115,8 @@ fn the_agent_gets_zeds_initialize_as_the_proxy_forwards_it() {
         caps["fs"],
         json!({"readTextFile": true, "writeTextFile": true})
     );
+    assert_eq!(caps["terminal"], true);
+    assert_eq!(caps["auth"], json!({"terminal": true}), "{init}");
     // What the proxy adds for Zed: the agent is asked for standard subagents.
     assert!(caps["subagents"].is_object(), "{init}");
     assert_eq!(caps["_meta"]["subagent-transcript"], true, "{init}");

@@ -13,23 +13,16 @@ use acp_proxy::config::Config;
 use acp_proxy::engine::{Action, Engine, Mode};
 use acp_proxy::transport::child::{self, Agent};
 use acp_proxy::transport::framing::{line_body, Frame, LineCodec};
+use acp_proxy::zed_view::{self, ZedRules};
 
-/// Zed's `initialize` as Zed 1.18 sends it (`clientInfo.name` "zed", its capabilities). The
-/// engine then adds what the proxy adds for Zed (the subagents opt-in).
+/// Zed's `initialize` as a stable Zed (1.18) sends it: `clientInfo.name` "zed" and its
+/// capabilities. The engine then adds what the proxy adds for Zed (the subagents opt-in).
 fn zed_initialize() -> Value {
     json!({
         "jsonrpc": "2.0",
         "id": 0,
         "method": "initialize",
-        "params": {
-            "protocolVersion": 1,
-            "clientCapabilities": {
-                "fs": {"readTextFile": true, "writeTextFile": true},
-                "terminal": true,
-                "_meta": {"terminal_output": true, "terminal-auth": true}
-            },
-            "clientInfo": {"name": "zed", "title": "Zed", "version": "1.18.0"}
-        }
+        "params": zed_view::initialize_params(ZedRules::V1_18),
     })
 }
 
