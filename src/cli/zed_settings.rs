@@ -90,8 +90,8 @@ const OWNED_KEYS: [&str; 3] = ["type", "command", "args"];
 /// new file). Returns what happened and, unless nothing changed, the new text.
 ///
 /// An existing entry of that name gets the proxy's keys (`type`, `command`, `args`) set and
-/// keeps the others (`env`, `default_model`, ...). An entry under another name that already
-/// runs the same command with the same args counts as done.
+/// keeps the others (`env`, `default_model`, ...). An entry under another name that already has
+/// the same `type`, `command` and `args` counts as done.
 pub fn merge(text: &str, name: &str, entry: &Value) -> Result<(Merge, Option<String>), MergeError> {
     let root =
         CstRootNode::parse(text, &parse_options()).map_err(|e| MergeError::Parse(e.to_string()))?;
@@ -151,13 +151,11 @@ pub fn merge(text: &str, name: &str, entry: &Value) -> Result<(Merge, Option<Str
     Ok((Merge::Updated { keys }, Some(finish(&root, text))))
 }
 
-/// The name of another entry that runs the same command with the same args, if any.
+/// The name of another entry with the same type, command and args, if any.
 fn same_command_elsewhere(servers: &CstObject, entry: &Value) -> Option<String> {
     servers.properties().into_iter().find_map(|prop| {
         let value = prop.value()?.to_serde_value()?;
-        let same = ["command", "args"]
-            .iter()
-            .all(|k| value.get(*k) == entry.get(*k));
+        let same = OWNED_KEYS.iter().all(|k| value.get(*k) == entry.get(*k));
         same.then(|| prop.name()?.decoded_value().ok()).flatten()
     })
 }
@@ -297,6 +295,11 @@ mod tests {
             }
         );
         assert_eq!(text, None);
+        // Without `"type": "custom"` current Zed does not start it: not the same entry.
+        let untyped = r#"{"agent_servers": {"My Claude": {"command": "/opt/acp-proxy",
+            "args": ["--", "npx", "@agentclientprotocol/claude-agent-acp"]}}}"#;
+        let (merge, _) = super::merge(untyped, NAME, &entry()).expect("merge");
+        assert_eq!(merge, Merge::Added);
     }
 
     #[test]
