@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::engine::{ChildCancel, EngineConfig, Limits, LiveChildEvents};
 use crate::subagents::presets;
@@ -28,7 +28,7 @@ pub enum ConfigError {
 }
 
 /// How subagents are shown to the client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Display {
     /// `acp` if the client advertised subagents, else `zed` if the client is Zed, else
@@ -41,7 +41,7 @@ pub enum Display {
     Off,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// How subagents are shown to the client.
@@ -75,7 +75,7 @@ impl Default for Config {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DumpConfig {
     /// Write a JSONL traffic dump here (no dump when unset).
@@ -96,7 +96,7 @@ impl Default for DumpConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ShutdownConfig {
     /// After closing the agent's stdin, wait this long before SIGTERM to its process group.
@@ -115,7 +115,7 @@ impl Default for ShutdownConfig {
 }
 
 /// `[zed]`: how subagents are shown to Zed.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ZedConfig {
     /// Add `clientCapabilities.subagents` and the child-transcript flag to the `initialize`
@@ -150,7 +150,7 @@ impl Default for ZedConfig {
 
 /// `[limits]`: bounds against runaway agents. Past a limit the proxy stops modelling that
 /// subagent and relays its frames unchanged (and says so); no frame is ever dropped.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LimitsConfig {
     pub max_subagents_per_session: usize,
@@ -172,7 +172,7 @@ impl Default for LimitsConfig {
 }
 
 /// `[subagents]`: which agents' subagent signatures are recognised.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SubagentsConfig {
     pub presets: Vec<String>,
@@ -223,6 +223,12 @@ impl Config {
             Some(path) => Self::from_file(path),
             None => Ok(Config::default()),
         }
+    }
+
+    /// The config file the proxy reads (see [`ConfigSource::locate`]); `None`: the built-in
+    /// defaults. Everything that reports the file asks this.
+    pub fn file_in_effect(explicit: Option<&Path>) -> Option<PathBuf> {
+        ConfigSource::locate(explicit).path().map(Path::to_owned)
     }
 
     pub fn from_file(path: &Path) -> Result<Config, ConfigError> {

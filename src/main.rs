@@ -13,12 +13,15 @@ use acp_proxy::engine::Engine;
 use acp_proxy::store::{self, Store, StoreConfig, StoreLocation, StoreOp};
 use acp_proxy::transport::relay::{self, RelayOptions};
 
+mod cli;
+
 /// An ACP proxy between your editor and any ACP agent: it shows the agent's subagents as real
 /// subagents in the editor and relays everything else unchanged.
 ///
 /// Wrap an agent in Zed's settings:
 ///   "agent_servers": { "Claude (subagents)": { "type": "custom",
 ///     "command": "/path/to/acp-proxy", "args": ["--", "npx", "@agentclientprotocol/claude-agent-acp"] } }
+/// or let acp-proxy add it: `acp-proxy setup zed --agent claude --write`.
 ///
 /// Without an agent command, the built-in demo agent is used.
 #[derive(Parser, Debug)]
@@ -51,11 +54,23 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Validate a config file (default: the one in effect, see --config) and print the
-    /// effective settings.
+    /// Validate the config (PATH, else the one the proxy reads) and print the effective
+    /// settings as TOML.
     CheckConfig {
         /// Config file to check.
         path: Option<PathBuf>,
+    },
+    /// Add acp-proxy to an editor's settings: `acp-proxy setup zed --agent claude --write`.
+    Setup {
+        #[command(subcommand)]
+        target: cli::setup_zed::SetupTarget,
+    },
+    /// Start an agent once as Zed would and report what Zed will get from it.
+    Doctor(cli::doctor::DoctorArgs),
+    /// Print a shell completion script, e.g. `acp-proxy completions bash`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
     },
     /// Show what Zed would display for the demo agent's subagents.
     ///
@@ -150,14 +165,26 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
         }
     }
     match cli.command {
-        Some(Command::CheckConfig { path }) => {
-            let source = ConfigSource::locate(path.or(cli.config).as_deref());
-            if let Some(note) = config::ignored_local_config(&source) {
-                eprintln!("acp-proxy: {note}");
-            }
-            let cfg = Config::load_from(&source)?;
-            println!("{source}: ok");
-            println!("{cfg:#?}");
+        Some(Command::CheckConfig { path }) => cli::check_config::run(
+            path.or(cli.config).as_deref(),
+            cli::check_config::Overrides {
+                log_level: cli.log_level,
+                store: cli.store,
+            },
+        ),
+        Some(Command::Setup { target }) => cli::setup_zed::run(target, cli.config.as_deref()),
+        Some(Command::Doctor(args)) => cli::doctor::run(
+            args,
+            cli::doctor::Overrides {
+                config: cli.config.as_deref(),
+                store: cli.store,
+            },
+        ),
+        Some(Command::Completions { shell }) => {
+            use clap::CommandFactory;
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "acp-proxy", &mut script);
+            cli::emit(&script)?;
             Ok(0)
         }
         Some(Command::Demo { proxy_args }) => {

@@ -146,7 +146,7 @@ fn the_working_directory_config_applies_when_named() {
     let (code, stdout, _) = run(&s, &["check-config", "./proxy.toml"]);
     assert_eq!(code, 0);
     assert!(
-        stdout.contains("./proxy.toml (given on the command line): ok"),
+        stdout.contains("# ./proxy.toml (given on the command line): ok"),
         "{stdout}"
     );
 }
@@ -171,7 +171,7 @@ fn the_user_config_comes_from_xdg_config_home_else_home() {
     assert_eq!(code, 0);
     assert_eq!(
         stdout.lines().next(),
-        Some(format!("{xdg_file}: ok").as_str())
+        Some(format!("# {xdg_file}: ok").as_str())
     );
 
     // Without XDG_CONFIG_HOME (or with a relative one, which the spec says to ignore):
@@ -190,7 +190,7 @@ fn the_user_config_comes_from_xdg_config_home_else_home() {
     let (code, stdout, _) = run(&s, &["check-config"]);
     assert_eq!(code, 0);
     let expected = format!(
-        "built-in defaults (no {}/acp-proxy/proxy.toml): ok",
+        "# built-in defaults (no {}/acp-proxy/proxy.toml): ok",
         s.p("xdg-config")
     );
     assert_eq!(stdout.lines().next(), Some(expected.as_str()), "{stdout}");
@@ -211,7 +211,7 @@ fn check_config_validates_a_file() {
     let (code, stdout, _) = run(&s, &["check-config", &good]);
     assert_eq!(code, 0);
     assert!(
-        stdout.contains("term_grace_ms: 500"),
+        stdout.contains("[shutdown]\nstdin_grace_ms = 1000\nterm_grace_ms = 500\n"),
         "prints the effective settings:\n{stdout}"
     );
 

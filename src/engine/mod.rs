@@ -72,7 +72,7 @@ pub enum NoteLevel {
 }
 
 /// Where child events may also appear live in the parent thread.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum LiveChildEvents {
     #[default]
@@ -81,7 +81,7 @@ pub enum LiveChildEvents {
 }
 
 /// What a client's Stop on a child does when the agent cannot cancel that child alone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum ChildCancel {
     #[default]
