@@ -11,18 +11,26 @@ use super::preset::{Origin, Preset};
 use super::spec::{PresetFile, PresetSpec};
 use super::vocab::PresetError;
 
-/// The shipped files, in the order presets are tried. The first three are today's fallback
-/// (used for an agent no preset names).
-const SHIPPED: &[(&str, &str)] = &[
-    (
-        "presets/claude.toml",
-        include_str!("../../presets/claude.toml"),
-    ),
-    ("presets/qwen.toml", include_str!("../../presets/qwen.toml")),
-    (
-        "presets/opencode.toml",
-        include_str!("../../presets/opencode.toml"),
-    ),
+/// `(path, text)` of each named file under `presets/`, compiled into the binary.
+macro_rules! shipped {
+    ($($name:literal),* $(,)?) => {
+        &[$((concat!("presets/", $name, ".toml"), include_str!(concat!("../../presets/", $name, ".toml")))),*]
+    };
+}
+
+/// The shipped files, in the order presets are tried. The first three are the fallback (used
+/// for an agent no preset names).
+const SHIPPED: &[(&str, &str)] = shipped![
+    "claude",
+    "qwen",
+    "opencode",
+    "codex",
+    "gemini",
+    "pi",
+    "agentpool",
+    "dsh",
+    "goose",
+    "cursor"
 ];
 
 /// Every known preset: the shipped ones, with the user's replacing or added to them.
@@ -144,7 +152,21 @@ mod tests {
     #[test]
     fn shipped_presets_compile() {
         let set = PresetSet::shipped().unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(set.names(), ["claude", "qwen", "opencode"]);
+        assert_eq!(
+            set.names(),
+            [
+                "claude",
+                "qwen",
+                "opencode",
+                "codex",
+                "gemini",
+                "pi",
+                "agentpool",
+                "dsh",
+                "goose",
+                "cursor"
+            ]
+        );
         let fallback: Vec<String> = set.fallback().iter().map(|p| p.name.clone()).collect();
         assert_eq!(
             fallback,

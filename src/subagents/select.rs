@@ -270,6 +270,20 @@ mod tests {
         let s = choice.choose(Some(&agent("opencode", Some("2.0.0"))));
         assert_eq!(names(&s), ["claude", "qwen", "opencode"], "{}", s.reason);
         assert!(s.reason.contains("other versions"), "{}", s.reason);
+        let s = choice.choose(Some(&agent("pi-acp", Some("0.0.34"))));
+        assert_eq!(names(&s), ["pi"]);
+        let s = choice.choose(Some(&agent(
+            "@agentclientprotocol/codex-acp",
+            Some("2.6.0"),
+        )));
+        assert_eq!(names(&s), ["codex"]);
+        let s = choice.choose(Some(&agent(
+            "@agentclientprotocol/codex-acp",
+            Some("1.9.0"),
+        )));
+        assert_eq!(names(&s), ["claude", "qwen", "opencode"], "{}", s.reason);
+        let s = choice.choose(Some(&agent("dsh-acp-interactive", Some("1.3.x"))));
+        assert_eq!(names(&s), ["dsh"]);
         let s = choice.choose(Some(&agent("fake", None)));
         assert_eq!(names(&s), ["claude", "qwen", "opencode"]);
         assert!(s.reason.contains("no preset names it"), "{}", s.reason);
