@@ -55,6 +55,8 @@ enum Command {
         /// Config file to check.
         path: Option<PathBuf>,
     },
+    /// List the subagent presets (shipped, and from the config) and what each matches.
+    Presets,
     /// Show what Zed would display for the demo agent's subagents.
     ///
     /// A scripted Zed-like client drives the proxy over the built-in demo agent (two
@@ -147,6 +149,12 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             let cfg = Config::from_file(&path)?;
             println!("{}: ok", path.display());
             println!("{cfg:#?}");
+            Ok(0)
+        }
+        Some(Command::Presets) => {
+            let cfg = Config::load(cli.config.as_deref())?;
+            let s = &cfg.subagents;
+            print!("{}", s.preset_set().render(s.presets.as_deref()));
             Ok(0)
         }
         Some(Command::Demo { proxy_args }) => {

@@ -367,6 +367,38 @@ impl Preset {
             .join(", ")
     }
 
+    /// The other signals the preset reads, on one line.
+    pub fn signals_line(&self) -> String {
+        let mut s: Vec<&str> = Vec::new();
+        let mut add = |on: bool, what: &'static str| {
+            if on {
+                s.push(what);
+            }
+        };
+        add(!self.parent.is_empty(), "parent ids");
+        add(!self.title.is_empty(), "title");
+        add(!self.prompt.is_empty(), "prompt");
+        add(!self.description.is_empty(), "description");
+        add(!self.result.is_empty(), "result");
+        add(!self.progress.is_empty(), "progress");
+        add(!self.agent_child_id.is_empty(), "agent child id");
+        add(
+            self.child_replay == ChildReplay::SessionLoad,
+            "child replay (session/load)",
+        );
+        add(!self.background.is_empty(), "background launches");
+        add(!self.end.is_empty(), "end signals");
+        add(!self.sibling.is_empty(), "sibling calls");
+        add(!self.spawn_event.is_empty(), "events on the spawn card");
+        add(self.transcript.is_some(), "folded transcript");
+        add(
+            !self.announce.title.is_empty() || !self.announce.prompt.is_empty(),
+            "standard announcements",
+        );
+        add(self.timing, "timing attribution (inferred)");
+        s.join(", ")
+    }
+
     /// The spawn conditions, on one line (`|` between rules, `&` between conditions).
     pub fn spawn_line(&self) -> String {
         let spec_rules = self.spec.spawn.as_deref().unwrap_or_default();

@@ -143,6 +143,49 @@ impl PresetSet {
             .cloned()
             .collect()
     }
+
+    /// What `acp-proxy presets` prints: how presets are chosen, then each preset with the
+    /// agents it is chosen for, its spawn conditions and the other signals it reads.
+    pub fn render(&self, named: Option<&[String]>) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        let fallback: Vec<String> = self.fallback().iter().map(|p| p.name.clone()).collect();
+        match named {
+            Some(names) => {
+                let names = if names.is_empty() {
+                    "none".to_owned()
+                } else {
+                    names.join(", ")
+                };
+                let _ = writeln!(out, "in use: {names} (named in [subagents] presets)");
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "in use: chosen per agent from its initialize answer (agentInfo name and \
+                     version); for an agent no preset names: {}",
+                    fallback.join(", ")
+                );
+            }
+        }
+        for p in &self.presets {
+            let mut flags = vec![p.origin.to_string()];
+            if p.fallback {
+                flags.push("fallback".into());
+            }
+            let _ = writeln!(out, "\n{}  ({})", p.name, flags.join(", "));
+            if !p.about.is_empty() {
+                let _ = writeln!(out, "  {}", p.about);
+            }
+            let _ = writeln!(out, "  agents:  {}", p.agents_line());
+            let _ = writeln!(out, "  spawn:   {}", p.spawn_line());
+            let signals = p.signals_line();
+            if !signals.is_empty() {
+                let _ = writeln!(out, "  reads:   {signals}");
+            }
+        }
+        out
+    }
 }
 
 #[cfg(test)]
@@ -177,6 +220,27 @@ mod tests {
             assert!(!p.about.is_empty(), "{} says what it is for", p.name);
             assert!(!p.agents.is_empty(), "{} names its agents", p.name);
         }
+    }
+
+    #[test]
+    fn the_listing_shows_every_preset_and_how_they_are_chosen() {
+        let set = PresetSet::builtin();
+        let text = set.render(None);
+        assert!(text.starts_with("in use: chosen per agent"), "{text}");
+        for p in set.iter() {
+            assert!(
+                text.contains(&format!("\n{}  (shipped (presets/", p.name)),
+                "{text}"
+            );
+        }
+        assert!(text.contains("agents:  qwen-code"), "{text}");
+        assert!(
+            text.contains("spawn:   /_meta/claudeCode/toolName in [\"Task\", \"Agent\"]"),
+            "{text}"
+        );
+        assert!(text.contains("end signals"), "{text}");
+        let named = set.render(Some(&["pi".to_owned()]));
+        assert!(named.starts_with("in use: pi (named"), "{named}");
     }
 
     #[test]
