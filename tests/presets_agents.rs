@@ -670,3 +670,86 @@ fn every_capture_has_a_table_row() {
         );
     }
 }
+
+/// The cheap pass is sound: in every capture, every frame a rule of any shipped preset
+/// matches holds one of that rule's markers, both as the agent wrote it and as compact JSON,
+/// and the detector's one-pass scan flags each spawn and each parent reference.
+#[test]
+fn every_matching_frame_holds_a_marker_of_its_rule() {
+    use acp_proxy::engine::scan::kind;
+    use acp_proxy::subagents::presets::PresetSet;
+    let set = PresetSet::builtin();
+    let all = Detector::new(set.iter().cloned().collect());
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut files: Vec<std::path::PathBuf> = Vec::new();
+    for sub in [dir.clone(), dir.join("agents")] {
+        for e in std::fs::read_dir(sub).expect("fixtures") {
+            let p = e.expect("entry").path();
+            if p.extension().is_some_and(|x| x == "jsonl") {
+                files.push(p);
+            }
+        }
+    }
+    let (mut spawns, mut ends, mut siblings, mut parents) = (0, 0, 0, 0);
+    for path in files {
+        let text = std::fs::read_to_string(&path).expect("fixture");
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let rec: Value = serde_json::from_str(line).expect("JSON");
+            let Some(u) = rec.pointer("/msg/params/update") else {
+                continue;
+            };
+            let compact = rec["msg"].to_string();
+            let holds_one = |markers: &[String]| {
+                markers
+                    .iter()
+                    .any(|m| line.contains(m.as_str()) && compact.contains(m.as_str()))
+            };
+            for p in set.iter() {
+                for r in &p.spawn {
+                    if r.rule.holds(u) {
+                        spawns += 1;
+                        assert!(
+                            holds_one(&r.rule.markers),
+                            "{}: spawn rule of {} matched {line}",
+                            path.display(),
+                            p.name
+                        );
+                    }
+                }
+                for r in &p.end {
+                    if r.rule.holds(u) {
+                        ends += 1;
+                        assert!(
+                            holds_one(&r.rule.markers),
+                            "{}: end rule of {} matched {line}",
+                            path.display(),
+                            p.name
+                        );
+                    }
+                }
+                for r in &p.sibling {
+                    if r.rule.holds(u) {
+                        siblings += 1;
+                        assert!(
+                            holds_one(&r.rule.markers),
+                            "{}: sibling rule of {} matched {line}",
+                            path.display(),
+                            p.name
+                        );
+                    }
+                }
+            }
+            if all.spawn(u).is_some() {
+                assert!(all.scan(compact.as_bytes()).has(kind::SPAWN), "{line}");
+            }
+            if all.parent_ref(u).is_some() {
+                parents += 1;
+                assert!(all.scan(compact.as_bytes()).has(kind::PARENT), "{line}");
+            }
+        }
+    }
+    assert!(
+        spawns > 50 && ends >= 3 && siblings > 20 && parents > 40,
+        "{spawns} {ends} {siblings} {parents}"
+    );
+}
