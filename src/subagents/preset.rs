@@ -141,7 +141,7 @@ fn required(s: &[SourceSpec], key: &str) -> Result<Vec<Source>, PresetError> {
 }
 
 fn spawn_rule(s: &SpawnSpec, key: &str) -> Result<SpawnRule, PresetError> {
-    let rule = Rule::compile(&s.when, s.marker.as_deref(), key, true)?;
+    let rule = Rule::compile(&s.when, s.marker.as_ref(), key, true)?;
     if s.tool_name.is_none() && !rule.when[0].tests_a_string() {
         return Err(PresetError::new(
             format!("{key}.tool_name"),
@@ -229,7 +229,7 @@ impl Preset {
             .map(|(i, e)| {
                 let k = format!("{key}.end[{i}]");
                 Ok(EndRule {
-                    rule: Rule::compile(&e.when, e.marker.as_deref(), &k, true)?,
+                    rule: Rule::compile(&e.when, e.marker.as_ref(), &k, true)?,
                     spawn_id: required(&e.spawn_id, &format!("{k}.spawn_id"))?,
                     status: Source::compile_all(&e.status, &format!("{k}.status"))?,
                     completed: e
@@ -252,7 +252,7 @@ impl Preset {
             .map(|(i, s)| {
                 let k = format!("{key}.sibling[{i}]");
                 Ok(SiblingRule {
-                    rule: Rule::compile(&s.when, s.marker.as_deref(), &k, true)?,
+                    rule: Rule::compile(&s.when, s.marker.as_ref(), &k, true)?,
                     key: required(&s.key, &format!("{k}.key"))?,
                     spawn_key: required(&s.spawn_key, &format!("{k}.spawn_key"))?,
                     content: s.content,

@@ -96,17 +96,34 @@ pub struct SpawnSpec {
     /// The tool's name as the client is told (`_meta.tool_name`); default: the string the
     /// first condition tested.
     pub tool_name: Option<String>,
-    /// A string every frame matching this rule contains, for the byte search that lets other
-    /// frames pass unparsed (derived from the conditions when left out).
-    pub marker: Option<String>,
+    /// Strings one of which every frame matching this rule contains, for the byte search
+    /// that lets other frames pass unparsed (derived from the conditions when left out).
+    pub marker: Option<Markers>,
 }
 
-/// Conditions that all hold (optionally with the marker of [`SpawnSpec::marker`]).
+/// Conditions that all hold (optionally with the markers of [`SpawnSpec::marker`]).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RuleSpec {
     pub when: Vec<CondSpec>,
-    pub marker: Option<String>,
+    pub marker: Option<Markers>,
+}
+
+/// One marker, or a list of them (any one of which a matching frame contains).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum Markers {
+    One(String),
+    Any(Vec<String>),
+}
+
+impl Markers {
+    pub fn as_slice(&self) -> &[String] {
+        match self {
+            Markers::One(m) => std::slice::from_ref(m),
+            Markers::Any(ms) => ms,
+        }
+    }
 }
 
 /// One test on the value a JSON pointer designates in an update. Exactly one of `equals`,
@@ -223,7 +240,7 @@ pub enum ChildReplay {
 #[serde(deny_unknown_fields)]
 pub struct EndSpec {
     pub when: Vec<CondSpec>,
-    pub marker: Option<String>,
+    pub marker: Option<Markers>,
     /// The spawn's tool call id.
     pub spawn_id: Sources,
     /// The child's final status; a value in `completed` ends it well, one in `running` does
@@ -239,7 +256,7 @@ pub struct EndSpec {
 #[serde(deny_unknown_fields)]
 pub struct SiblingSpec {
     pub when: Vec<CondSpec>,
-    pub marker: Option<String>,
+    pub marker: Option<Markers>,
     /// The key read from the sibling call (e.g. the agent's name in its id)...
     pub key: Sources,
     /// ... equal to this one read from the spawn it belongs to.

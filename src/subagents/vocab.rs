@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use regex::Regex;
 use serde_json::Value;
 
-use super::spec::{Block, CondSpec, RuleSpec, SourceSpec};
+use super::spec::{Block, CondSpec, Markers, RuleSpec, SourceSpec};
 
 /// A problem in a preset, with the key that holds it (`subagents.preset[0].spawn[1].when[0]`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -256,7 +256,7 @@ impl Rule {
     /// so it must yield a marker (its own, or one derived from its conditions).
     pub fn compile(
         when: &[CondSpec],
-        marker: Option<&str>,
+        marker: Option<&Markers>,
         key: &str,
         needs_marker: bool,
     ) -> Result<Rule, PresetError> {
@@ -271,14 +271,21 @@ impl Rule {
             .enumerate()
             .map(|(i, c)| Cond::compile(c, &format!("{key}.when[{i}]")))
             .collect::<Result<_, _>>()?;
-        let markers = match marker {
-            Some(m) if m.len() < MIN_MARKER_BYTES => {
-                return Err(PresetError::new(
-                    format!("{key}.marker"),
-                    format!("`{m}` is too short: a marker needs at least {MIN_MARKER_BYTES} bytes"),
-                ))
+        let markers = match marker.map(Markers::as_slice) {
+            Some([]) => {
+                return Err(PresetError::new(format!("{key}.marker"), "is empty"));
             }
-            Some(m) => vec![m.to_owned()],
+            Some(ms) => {
+                if let Some(m) = ms.iter().find(|m| m.len() < MIN_MARKER_BYTES) {
+                    return Err(PresetError::new(
+                        format!("{key}.marker"),
+                        format!(
+                            "`{m}` is too short: a marker needs at least {MIN_MARKER_BYTES} bytes"
+                        ),
+                    ));
+                }
+                ms.to_vec()
+            }
             // The first condition with value markers, else the first with key markers:
             // authors put the most telling condition first.
             None => {
@@ -308,7 +315,7 @@ impl Rule {
         key: &str,
         needs_marker: bool,
     ) -> Result<Rule, PresetError> {
-        Rule::compile(&spec.when, spec.marker.as_deref(), key, needs_marker)
+        Rule::compile(&spec.when, spec.marker.as_ref(), key, needs_marker)
     }
 
     pub fn holds(&self, update: &Value) -> bool {
@@ -535,7 +542,7 @@ mod tests {
 
     #[test]
     fn markers_come_from_literal_values_else_keys_else_the_author() {
-        let rule = |when: &str, marker: Option<&str>| {
+        let rule = |when: &str, marker: Option<&Markers>| {
             #[derive(serde::Deserialize)]
             struct W {
                 when: Vec<CondSpec>,
@@ -578,11 +585,15 @@ mod tests {
         assert!(e.problem.contains("marker"), "{e}");
         let r = rule(
             "when = [{ at = \"/title\", regex = \"^Delegating\" }]",
-            Some("Delegating"),
+            Some(&Markers::One("Delegating".into())),
         )
         .expect("explicit marker");
         assert_eq!(r.markers, ["Delegating"]);
-        let e = rule("when = [{ at = \"/t\", exists = true }]", Some("ab")).expect_err("short");
+        let e = rule(
+            "when = [{ at = \"/t\", exists = true }]",
+            Some(&Markers::Any(vec!["abc".into(), "ab".into()])),
+        )
+        .expect_err("short");
         assert_eq!(e.key, "r.marker");
         let e = rule("when = []", None).expect_err("empty");
         assert_eq!(e.key, "r.when");

@@ -77,9 +77,10 @@ fn the_fallback_set_keeps_todays_markers() {
             "\"Task\"",
             "\"agent\"",
             "\"prompt\"",
+            "\"subagent_type\"",
             "\"task\""
         ],
-        "today's spawn markers less `\"subagent_type\"`, which only ever came with `\"prompt\"`"
+        "the same patterns as before the presets were data"
     );
 }
 
