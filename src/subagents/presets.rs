@@ -277,6 +277,19 @@ mod tests {
         );
         assert_eq!(set.names().last(), Some(&"madeup"));
 
+        // A preset may extend itself: the shipped one with only some keys replaced.
+        let same: PresetFile = toml::from_str(
+            "[[preset]]\nname = \"claude\"\nextends = \"claude\"\nagents = [{ name = \"my-fork\" }]\n",
+        )
+        .expect("parses");
+        let set = PresetSet::builtin()
+            .with_user(&same.preset, "subagents.preset")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let claude = set.get("claude").expect("claude");
+        assert_eq!(claude.agents.len(), 1);
+        assert_eq!(claude.spawn.len(), 1, "the spawn rule is kept");
+        assert_eq!(set.names()[0], "claude");
+
         let twice: PresetFile =
             toml::from_str("[[preset]]\nname = \"a\"\n[[preset]]\nname = \"a\"\n").expect("parses");
         let e = PresetSet::builtin()
