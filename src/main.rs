@@ -154,7 +154,12 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Presets) => {
             let cfg = Config::load(cli.config.as_deref())?;
             let s = &cfg.subagents;
-            print!("{}", s.preset_set().render(s.presets.as_deref()));
+            let text = s.preset_set().render(s.presets.as_deref());
+            // Read through `| head`, a closed pipe is the reader's choice, not an error.
+            match std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes()) {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                r => r.context("cannot write to stdout")?,
+            }
             Ok(0)
         }
         Some(Command::Demo { proxy_args }) => {
