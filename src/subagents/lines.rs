@@ -2,15 +2,13 @@
 //! AgentPool's tool box), turned back into entries by a line grammar from a preset: each line,
 //! its nesting indent removed, is matched against the preset's patterns in order.
 
-use regex::Regex;
-
 use super::spec::{EntryStatus, LineKind, OtherLines, TranscriptSpec};
-use super::vocab::{compile_regex, PresetError, Source};
+use super::vocab::{Pattern, PresetError, Source};
 
 /// One line pattern, compiled.
 #[derive(Debug, Clone)]
 struct Line {
-    re: Regex,
+    re: Pattern,
     kind: LineKind,
     status: Option<EntryStatus>,
 }
@@ -91,7 +89,7 @@ impl Grammar {
             .enumerate()
             .map(|(i, l)| {
                 let k = format!("{key}.line[{i}]");
-                let re = compile_regex(&l.pattern, &format!("{k}.pattern"))?;
+                let re = Pattern::parse(&l.pattern, &format!("{k}.pattern"))?;
                 let needs_status = matches!(
                     l.kind,
                     LineKind::Tool | LineKind::ToolResult | LineKind::End
@@ -102,7 +100,10 @@ impl Grammar {
                         "is required for `tool`, `tool_result` and `end` lines",
                     ));
                 }
-                if l.kind == LineKind::Omitted && !re.capture_names().any(|n| n == Some("count")) {
+                let names_count = ["(?P<count>", "(?<count>"]
+                    .iter()
+                    .any(|g| l.pattern.contains(g));
+                if l.kind == LineKind::Omitted && !names_count {
                     return Err(PresetError::new(
                         format!("{k}.pattern"),
                         "an `omitted` line needs a `(?P<count>...)` group",
@@ -124,6 +125,11 @@ impl Grammar {
         })
     }
 
+    pub fn patterns<'a>(&'a self, out: &mut Vec<&'a Pattern>) {
+        self.from.iter().for_each(|s| s.patterns(out));
+        out.extend(self.lines.iter().map(|l| &l.re));
+    }
+
     /// Take a transcript text apart.
     pub fn parse(&self, text: &str) -> Transcript {
         let mut t = Transcript::default();
@@ -137,7 +143,7 @@ impl Grammar {
             let Some((l, caps)) = self
                 .lines
                 .iter()
-                .find_map(|l| l.re.captures(line).map(|c| (l, c)))
+                .find_map(|l| l.re.regex()?.captures(line).map(|c| (l, c)))
             else {
                 match self.other {
                     OtherLines::Ignore => {}
@@ -161,11 +167,13 @@ impl Grammar {
                 .unwrap_or_else(|| line.to_owned());
             match l.kind {
                 LineKind::Header => {
-                    t.header.extend(
-                        l.re.capture_names()
-                            .flatten()
-                            .filter_map(|n| Some((n.to_owned(), group(n)?))),
-                    );
+                    if let Some(re) = l.re.regex() {
+                        t.header.extend(
+                            re.capture_names()
+                                .flatten()
+                                .filter_map(|n| Some((n.to_owned(), group(n)?))),
+                        );
+                    }
                 }
                 LineKind::Ignore => {}
                 LineKind::Omitted => {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::lines::Grammar;
 use super::spec::{ChildReplay, PresetSpec, SiblingContent, SourceSpec, SpawnEventKind, SpawnSpec};
-use super::vocab::{check_pointer, final_key, quoted, PresetError, Rule, Source};
+use super::vocab::{check_pointer, final_key, quoted, Pattern, PresetError, Rule, Source};
 
 /// Where a preset comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -321,6 +321,55 @@ impl Preset {
             announce,
             spec,
         })))
+    }
+
+    /// Every regex of the preset.
+    pub fn patterns(&self) -> Vec<&Pattern> {
+        let mut out = Vec::new();
+        let sources = [
+            &self.title,
+            &self.description,
+            &self.prompt,
+            &self.result,
+            &self.progress,
+            &self.agent_child_id,
+            &self.announce.title,
+            &self.announce.prompt,
+        ];
+        for s in sources.into_iter().flatten() {
+            s.patterns(&mut out);
+        }
+        self.spawn.iter().for_each(|r| r.rule.patterns(&mut out));
+        self.background.iter().for_each(|r| r.patterns(&mut out));
+        for e in &self.end {
+            e.rule.patterns(&mut out);
+            e.spawn_id
+                .iter()
+                .chain(&e.status)
+                .for_each(|s| s.patterns(&mut out));
+        }
+        for e in &self.sibling {
+            e.rule.patterns(&mut out);
+            e.key
+                .iter()
+                .chain(&e.spawn_key)
+                .for_each(|s| s.patterns(&mut out));
+        }
+        for e in &self.spawn_event {
+            e.rule.patterns(&mut out);
+            e.title.iter().for_each(|s| s.patterns(&mut out));
+        }
+        if let Some(g) = &self.transcript {
+            g.patterns(&mut out);
+        }
+        out
+    }
+
+    /// Compile every regex now, so that one too big to compile is refused with its key.
+    pub fn compile_patterns(&self) -> Result<(), PresetError> {
+        self.patterns()
+            .into_iter()
+            .try_for_each(Pattern::compile_now)
     }
 
     /// The keys whose presence in a frame means it may name a spawn as a child event's

@@ -115,6 +115,9 @@ impl PresetSet {
                 None => spec.clone(),
             };
             let preset = Preset::compile(spec, &k, Origin::Config(i))?;
+            // The user's patterns are few: compile them now, to refuse any too big to compile
+            // with its key. The shipped ones compile when first used.
+            preset.compile_patterns()?;
             match set.presets.iter().position(|p| p.name == preset.name) {
                 Some(at) => set.presets[at] = preset,
                 None => set.presets.push(preset),
@@ -195,6 +198,12 @@ mod tests {
     #[test]
     fn shipped_presets_compile() {
         let set = PresetSet::shipped().unwrap_or_else(|e| panic!("{e}"));
+        let mut patterns = 0;
+        for p in set.iter() {
+            patterns += p.patterns().len();
+            p.compile_patterns().unwrap_or_else(|e| panic!("{e}"));
+        }
+        assert!(patterns >= 15, "every shipped regex compiles ({patterns})");
         assert_eq!(
             set.names(),
             [
@@ -296,6 +305,16 @@ mod tests {
             .with_user(&twice.preset, "subagents.preset")
             .expect_err("twice");
         assert_eq!(e.key, "subagents.preset[1].name");
+        // Too big to compile: refused when the config is read, with its key.
+        let big: PresetFile = toml::from_str(
+            "[[preset]]\nname = \"a\"\ntitle = [{ at = \"/t\", regex = '\\w{2000}' }]\n",
+        )
+        .expect("parses");
+        let e = PresetSet::builtin()
+            .with_user(&big.preset, "subagents.preset")
+            .expect_err("too big");
+        assert_eq!(e.key, "subagents.preset[0].title[0].regex");
+        assert!(e.problem.contains("size limit"), "{e}");
         let bad: PresetFile =
             toml::from_str("[[preset]]\nname = \"a\"\nextends = \"nope\"\n").expect("parses");
         let e = PresetSet::builtin()

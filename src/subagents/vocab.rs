@@ -6,6 +6,7 @@
 //! `/rawInput/prompt`, `/rawOutput/details/activity`).
 
 use std::borrow::Cow;
+use std::sync::{Arc, OnceLock};
 
 use regex::Regex;
 use serde_json::Value;
@@ -32,16 +33,82 @@ impl PresetError {
 /// Markers shorter than this would make nearly every frame take the slow path.
 pub const MIN_MARKER_BYTES: usize = 3;
 
-/// A regex from a preset. Bounded so that a user's pattern cannot take much memory.
-pub fn compile_regex(pattern: &str, key: &str) -> Result<Regex, PresetError> {
-    regex::RegexBuilder::new(pattern)
-        .size_limit(1 << 20)
-        .build()
-        .map_err(|e| {
+/// Compiled regexes are bounded so that a user's pattern cannot take much memory.
+const REGEX_SIZE_LIMIT: usize = 1 << 20;
+
+/// A regex from a preset, checked when the preset is read and compiled when first used: a
+/// compiled regex can take hundreds of KiB, and a connection uses only its own presets.
+#[derive(Debug, Clone)]
+pub struct Pattern(Arc<PatternData>);
+
+#[derive(Debug)]
+struct PatternData {
+    text: String,
+    /// Where it was written, for the message if it cannot be compiled.
+    key: String,
+    compiled: OnceLock<Option<Regex>>,
+}
+
+impl Pattern {
+    /// Check the pattern's syntax (cheap: nothing is compiled yet).
+    pub fn parse(text: &str, key: &str) -> Result<Pattern, PresetError> {
+        regex_syntax::Parser::new().parse(text).map_err(|e| {
             let first = e.to_string();
             let msg = first.lines().last().unwrap_or("invalid").trim().to_owned();
-            PresetError::new(key, format!("invalid regex `{pattern}`: {msg}"))
-        })
+            PresetError::new(key, format!("invalid regex `{text}`: {msg}"))
+        })?;
+        Ok(Pattern(Arc::new(PatternData {
+            text: text.to_owned(),
+            key: key.to_owned(),
+            compiled: OnceLock::new(),
+        })))
+    }
+
+    pub fn text(&self) -> &str {
+        &self.0.text
+    }
+
+    fn build(&self) -> Result<Regex, PresetError> {
+        regex::RegexBuilder::new(&self.0.text)
+            .size_limit(REGEX_SIZE_LIMIT)
+            .build()
+            .map_err(|e| {
+                let first = e.to_string();
+                let msg = first.lines().last().unwrap_or("invalid").trim().to_owned();
+                PresetError::new(
+                    self.0.key.clone(),
+                    format!("invalid regex `{}`: {msg}", self.0.text),
+                )
+            })
+    }
+
+    /// Compile now (as `check-config` and the config reader do for the user's patterns).
+    pub fn compile_now(&self) -> Result<(), PresetError> {
+        match self.0.compiled.get() {
+            Some(Some(_)) => Ok(()),
+            Some(None) => self.build().map(drop),
+            None => {
+                let re = self.build()?;
+                let _ = self.0.compiled.set(Some(re));
+                Ok(())
+            }
+        }
+    }
+
+    /// The compiled regex. One that cannot be compiled (too big) matches nothing, and says
+    /// so once.
+    pub fn regex(&self) -> Option<&Regex> {
+        self.0
+            .compiled
+            .get_or_init(|| match self.build() {
+                Ok(re) => Some(re),
+                Err(e) => {
+                    tracing::warn!("subagent preset: {e}: the pattern matches nothing");
+                    None
+                }
+            })
+            .as_ref()
+    }
 }
 
 /// Check that `ptr` is a JSON pointer (`""` or starting with `/`).
@@ -93,7 +160,7 @@ pub enum Test {
     Equals(Value),
     OneOf(Vec<Value>),
     Prefix(String),
-    Regex(Regex),
+    Regex(Pattern),
     /// The pointer designates a value other than `null` (`true`), or none (`false`).
     Exists(bool),
 }
@@ -161,7 +228,7 @@ impl Cond {
             }
             Test::Prefix(p.clone())
         } else if let Some(r) = &spec.regex {
-            Test::Regex(compile_regex(r, &format!("{key}.regex"))?)
+            Test::Regex(Pattern::parse(r, &format!("{key}.regex"))?)
         } else {
             Test::Exists(spec.exists.unwrap_or(true))
         };
@@ -179,7 +246,15 @@ impl Cond {
             (Test::Equals(e), Some(v)) => same(e, v),
             (Test::OneOf(es), Some(v)) => es.iter().any(|e| same(e, v)),
             (Test::Prefix(p), Some(v)) => v.as_str().is_some_and(|s| s.starts_with(p.as_str())),
-            (Test::Regex(r), Some(v)) => v.as_str().is_some_and(|s| r.is_match(s)),
+            (Test::Regex(r), Some(v)) => v
+                .as_str()
+                .is_some_and(|s| r.regex().is_some_and(|r| r.is_match(s))),
+        }
+    }
+
+    pub fn patterns<'a>(&'a self, out: &mut Vec<&'a Pattern>) {
+        if let Test::Regex(p) = &self.test {
+            out.push(p);
         }
     }
 
@@ -321,13 +396,17 @@ impl Rule {
     pub fn holds(&self, update: &Value) -> bool {
         self.when.iter().all(|c| c.holds(update))
     }
+
+    pub fn patterns<'a>(&'a self, out: &mut Vec<&'a Pattern>) {
+        self.when.iter().for_each(|c| c.patterns(out));
+    }
 }
 
 /// A text read from an update (see [`SourceSpec`]).
 #[derive(Debug, Clone)]
 pub struct Source {
     pub at: String,
-    regex: Option<Regex>,
+    regex: Option<Pattern>,
     first_line: bool,
     max_chars: Option<usize>,
     block: Block,
@@ -341,7 +420,7 @@ impl Source {
         let regex = spec
             .regex
             .as_deref()
-            .map(|r| compile_regex(r, &format!("{key}.regex")))
+            .map(|r| Pattern::parse(r, &format!("{key}.regex")))
             .transpose()?;
         if spec.max_chars.is_some_and(|n| n < 2) {
             return Err(PresetError::new(
@@ -374,6 +453,11 @@ impl Source {
             .collect()
     }
 
+    pub fn patterns<'a>(&'a self, out: &mut Vec<&'a Pattern>) {
+        out.extend(&self.regex);
+        self.when.iter().for_each(|c| c.patterns(out));
+    }
+
     /// Whether the text is the value itself, unrefined.
     pub fn is_plain(&self) -> bool {
         self.regex.is_none() && !self.first_line && self.max_chars.is_none() && !self.trim
@@ -402,7 +486,7 @@ impl Source {
     fn refine<'s>(&self, s: &'s str) -> Option<(&'s str, Option<String>)> {
         let mut t = s;
         if let Some(re) = &self.regex {
-            let caps = re.captures(t)?;
+            let caps = re.regex()?.captures(t)?;
             let m = caps
                 .name("text")
                 .or_else(|| caps.get(1))
@@ -538,6 +622,18 @@ mod tests {
         assert!(e.problem.contains("found 2"), "{e}");
         let e = cond("at = \"/t\"\none_of = [[1]]").expect_err("not a scalar");
         assert_eq!(e.key, "c.one_of[0]");
+    }
+
+    #[test]
+    fn patterns_compile_when_first_used() {
+        let p = Pattern::parse("^a+$", "k").expect("valid");
+        assert!(p.regex().is_some_and(|r| r.is_match("aaa")));
+        let e = Pattern::parse("(", "k.regex").expect_err("syntax");
+        assert_eq!(e.key, "k.regex");
+        // Valid, but too big to compile: it matches nothing rather than failing later.
+        let big = Pattern::parse(r"\w{2000}", "k").expect("syntax is fine");
+        assert!(big.regex().is_none());
+        assert!(big.compile_now().is_err());
     }
 
     #[test]
