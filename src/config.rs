@@ -1,11 +1,14 @@
 //! `proxy.toml`: every option, its default, and validation that names the offending key.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{ChildCancel, EngineConfig, Limits, LiveChildEvents};
-use crate::subagents::presets;
+use crate::subagents::presets::PresetSet;
+use crate::subagents::select::PresetChoice;
+use crate::subagents::spec::PresetSpec;
 
 /// Default maximum size of one frame held in memory (64 MiB).
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
@@ -25,6 +28,9 @@ pub enum ConfigError {
         key: &'static str,
         problem: String,
     },
+    /// A problem in `[subagents]`; `message` names the key (`subagents.preset[0].spawn[1]...`).
+    #[error("invalid config file {path}: {message}")]
+    Preset { path: PathBuf, message: String },
 }
 
 /// How subagents are shown to the client.
@@ -172,16 +178,48 @@ impl Default for LimitsConfig {
 }
 
 /// `[subagents]`: which agents' subagent signatures are recognised.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct SubagentsConfig {
-    pub presets: Vec<String>,
+    /// Use these presets whatever the agent; unset: chosen from the agent's `initialize`.
+    pub presets: Option<Vec<String>>,
+    /// Presets of your own (`[[subagents.preset]]`): new ones, or replacements of shipped
+    /// ones by name.
+    #[serde(skip_serializing)]
+    pub preset: Vec<PresetSpec>,
+    /// The `[[subagents.preset]]` tables as written, so that the effective settings print
+    /// back as the user wrote them (filled in by [`Config::from_toml`]).
+    #[serde(
+        skip_deserializing,
+        rename = "preset",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub preset_source: Vec<toml::Table>,
+    /// The shipped presets with these, compiled when the file is validated.
+    #[serde(skip)]
+    pub set: Option<Arc<PresetSet>>,
 }
 
-impl Default for SubagentsConfig {
-    fn default() -> Self {
-        SubagentsConfig {
-            presets: presets::ALL.iter().map(|p| p.name.to_owned()).collect(),
+impl SubagentsConfig {
+    /// Every known preset: shipped ones and the config's.
+    pub fn preset_set(&self) -> Arc<PresetSet> {
+        self.set.clone().unwrap_or_else(PresetSet::builtin)
+    }
+
+    /// The engine's presets: the named ones, or a choice per agent.
+    pub fn choice(&self) -> PresetChoice {
+        let set = self.preset_set();
+        match &self.presets {
+            // Names were checked when the file was read; an unknown one is left out.
+            Some(names) => {
+                let known: Vec<String> = names
+                    .iter()
+                    .filter(|n| set.get(n).is_some())
+                    .cloned()
+                    .collect();
+                PresetChoice::named(set, &known).unwrap_or_default()
+            }
+            None => PresetChoice::auto(set),
         }
     }
 }
@@ -197,12 +235,7 @@ impl Config {
             child_cancel: self.zed.child_cancel,
             permission_hold_ms: self.zed.permission_hold_ms,
             max_held_permissions: self.zed.max_held_permissions,
-            presets: self
-                .subagents
-                .presets
-                .iter()
-                .filter_map(|n| presets::by_name(n))
-                .collect(),
+            presets: self.subagents.choice(),
             limits: Limits {
                 max_subagents_per_session: self.limits.max_subagents_per_session,
                 max_depth: self.limits.max_depth,
@@ -240,15 +273,26 @@ impl Config {
     }
 
     pub fn from_toml(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        let cfg: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+        let mut cfg: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_owned(),
             message: e.to_string().trim_end().to_owned(),
         })?;
+        if !cfg.subagents.preset.is_empty() {
+            // The text parsed once already: reading it as a plain table cannot fail.
+            if let Ok(table) = text.parse::<toml::Table>() {
+                cfg.subagents.preset_source = table
+                    .get("subagents")
+                    .and_then(|s| s.get("preset"))
+                    .and_then(toml::Value::as_array)
+                    .map(|a| a.iter().filter_map(|v| v.as_table().cloned()).collect())
+                    .unwrap_or_default();
+            }
+        }
         cfg.validate(path)?;
         Ok(cfg)
     }
 
-    fn validate(&self, path: &Path) -> Result<(), ConfigError> {
+    fn validate(&mut self, path: &Path) -> Result<(), ConfigError> {
         let bad = |key: &'static str, problem: String| ConfigError::Value {
             path: path.to_owned(),
             key,
@@ -260,21 +304,24 @@ impl Config {
         if self.dump.queue_frames == 0 {
             return Err(bad("dump.queue_frames", "must be at least 1".into()));
         }
-        if let Some(bad_name) = self
-            .subagents
-            .presets
-            .iter()
-            .find(|n| presets::by_name(n).is_none())
-        {
-            let known: Vec<&str> = presets::ALL.iter().map(|p| p.name).collect();
-            return Err(bad(
-                "subagents.presets",
-                format!(
-                    "has unknown preset `{bad_name}` (known: {})",
-                    known.join(", ")
-                ),
-            ));
+        let set = PresetSet::builtin()
+            .with_user(&self.subagents.preset, "subagents.preset")
+            .map_err(|e| ConfigError::Preset {
+                path: path.to_owned(),
+                message: e.to_string(),
+            })?;
+        if let Some(names) = &self.subagents.presets {
+            if let Some(bad_name) = names.iter().find(|n| set.get(n).is_none()) {
+                return Err(bad(
+                    "subagents.presets",
+                    format!(
+                        "has unknown preset `{bad_name}` (known: {})",
+                        set.names().join(", ")
+                    ),
+                ));
+            }
         }
+        self.subagents.set = Some(Arc::new(set));
         if self.limits.max_depth == 0 {
             return Err(bad("limits.max_depth", "must be at least 1".into()));
         }

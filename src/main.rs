@@ -72,6 +72,8 @@ enum Command {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
     },
+    /// List the subagent presets (shipped, and from the config) and what each matches.
+    Presets,
     /// Show what Zed would display for the demo agent's subagents.
     ///
     /// A scripted Zed-like client drives the proxy over the built-in demo agent (two
@@ -185,6 +187,17 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "acp-proxy", &mut script);
             cli::emit(&script)?;
+            Ok(0)
+        }
+        Some(Command::Presets) => {
+            let cfg = Config::load(cli.config.as_deref())?;
+            let s = &cfg.subagents;
+            let text = s.preset_set().render(s.presets.as_deref());
+            // Read through `| head`, a closed pipe is the reader's choice, not an error.
+            match std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes()) {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                r => r.context("cannot write to stdout")?,
+            }
             Ok(0)
         }
         Some(Command::Demo { proxy_args }) => {

@@ -134,9 +134,13 @@ fn the_agent_gets_zeds_initialize_as_the_proxy_forwards_it() {
         .contains("fix: use a version of the agent that supports session/load"));
     let subagents = line(&run, "subagents");
     assert_eq!(tag(subagents), "ok", "{subagents}");
+    assert!(subagents.contains("standard ACP subagents"), "{subagents}");
+    let presets = line(&run, "presets");
+    assert_eq!(tag(presets), "ok", "{presets}");
     assert!(
-        subagents.contains("Claude: standard ACP subagents, preset `claude`"),
-        "{subagents}"
+        presets.contains("agent `@agentclientprotocol/claude-agent-acp` 0.101.0: subagent presets")
+            && presets.contains("claude"),
+        "{presets}"
     );
     assert!(run.stdout.contains("with 1 warning"), "{}", run.stdout);
 }

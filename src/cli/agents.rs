@@ -1,5 +1,6 @@
 //! The agents `setup zed` and `doctor` know by name: their usual ACP command, how to install
-//! it, and how their subagents are recognised. The table is data (`agents.toml`).
+//! it, and whether it speaks standard ACP subagents (which presets
+//! recognise an agent is the presets' own data, `presets/*.toml`). The table is data (`agents.toml`).
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -18,7 +19,6 @@ pub struct KnownAgent {
     pub install: String,
     pub agent_info: Vec<String>,
     pub standard: bool,
-    pub presets: Vec<String>,
     #[serde(default)]
     pub note: Option<String>,
 }
@@ -181,13 +181,6 @@ mod tests {
         }
         for a in &table.agent {
             assert!(!a.command.is_empty(), "{}: empty command", a.id);
-            for p in &a.presets {
-                assert!(
-                    acp_proxy::subagents::presets::by_name(p).is_some(),
-                    "{}: unknown preset {p}",
-                    a.id
-                );
-            }
         }
     }
 

@@ -15,6 +15,7 @@ use serde_json::Value;
 use acp_proxy::config::{Config, Display};
 use acp_proxy::engine::Mode;
 use acp_proxy::store::{self, StoreLocation};
+use acp_proxy::subagents::select::AgentInfo;
 
 use super::agents::{self, KnownAgent};
 use super::{absolute, shell_line};
@@ -350,68 +351,48 @@ fn report_agent(
     let advertises = caps
         .and_then(|c| c.pointer("/sessionCapabilities/subagents"))
         .is_some();
-    report_subagents(report, cfg, family, advertises);
+    let agent = name.as_ref().map(|n| AgentInfo {
+        name: n.clone(),
+        version: text(info, "version"),
+    });
+    report_subagents(report, cfg, agent.as_ref(), family, advertises);
     report_flavour(report, cfg, mode);
 }
 
 fn report_subagents(
     report: &mut Report,
     cfg: &Config,
+    agent: Option<&AgentInfo>,
     family: Option<&KnownAgent>,
     advertises: bool,
 ) {
-    let enabled = &cfg.subagents.presets;
     let standard = advertises || family.is_some_and(|f| f.standard);
-    let mut ways = Vec::new();
     if standard {
-        ways.push(if advertises {
-            "standard ACP subagents (it advertises them)".to_owned()
-        } else {
-            "standard ACP subagents".to_owned()
-        });
-    }
-    let presets: &[String] = family.map_or(&[], |f| f.presets.as_slice());
-    for p in presets {
-        if enabled.contains(p) {
-            ways.push(format!("preset `{p}`"));
-        }
-    }
-    let who = family.map_or_else(|| "not a known agent".to_owned(), |f| f.name.clone());
-    if ways.is_empty() {
-        let text = match family {
-            Some(_) => format!("{who}: no enabled preset recognises its subagents"),
-            None => format!(
-                "{who}: recognised if it speaks standard ACP subagents or its spawns match an \
-                 enabled preset ({})",
-                enabled.join(", ")
-            ),
-        };
-        report.line(
-            if family.is_some() {
-                Level::Warn
-            } else {
-                Level::Info
-            },
-            "subagents",
-            text,
-        );
-    } else {
         report.line(
             Level::Ok,
             "subagents",
-            format!("{who}: {}", ways.join(", ")),
+            if advertises {
+                "standard ACP subagents (it advertises them)"
+            } else {
+                "standard ACP subagents"
+            },
         );
     }
-    for p in presets.iter().filter(|p| !enabled.contains(p)) {
-        report.line(
-            Level::Warn,
-            "subagents",
-            format!("preset `{p}` is not in `[subagents] presets`"),
-        );
-        report.fix(format!(
-            "add \"{p}\" to `presets` under [subagents] in the config"
-        ));
-    }
+    // The same choice the proxy makes when the agent answers `initialize`.
+    let selection = cfg.subagents.choice().choose(agent);
+    let named = selection.presets.iter().any(|p| {
+        agent.is_some_and(|a| {
+            p.agents
+                .iter()
+                .any(|n| n.name.eq_ignore_ascii_case(&a.name))
+        })
+    });
+    let level = if named || standard || cfg.subagents.presets.is_some() {
+        Level::Ok
+    } else {
+        Level::Info
+    };
+    report.line(level, "presets", selection.reason);
     if standard && !cfg.zed.opt_in {
         report.line(
             Level::Warn,
