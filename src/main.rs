@@ -334,7 +334,7 @@ fn run_proxy(cfg: Config, agent: Vec<String>) -> anyhow::Result<i32> {
     let result = runtime.block_on(async move {
         let (dump, dump_task) = match &cfg.dump.path {
             Some(path) => {
-                let (d, t) = Dump::open(path, &agent, cfg.dump.redact, cfg.dump.queue_frames)?;
+                let (d, t) = Dump::open(path, &agent, &cfg)?;
                 (Some(d), Some(t))
             }
             None => (None, None),

@@ -3,6 +3,8 @@
 //! The relay hands frames to [`Dump::frame`], which never blocks: records go through a
 //! bounded queue to a writer task. If the queue is full the frame is counted as lost and the
 //! loss is written into the dump (and reported on stderr) as soon as there is room again.
+//! Past `[dump] max_bytes` the file is rotated (`PATH` → `PATH.1` → …), each part starting
+//! with a header of its own. The format is described in `docs/dump-format.md`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -11,14 +13,39 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
-/// Format version written in the header; bump when records change shape.
+use crate::config::Config;
+
+/// Format version written in the header; bump when a record changes meaning (a reader that
+/// ignores fields it does not know must still read a dump of the same version correctly).
 pub const FORMAT_VERSION: u32 = 1;
 
+/// The `format` value of every header.
+pub const FORMAT_NAME: &str = "acp-proxy-dump";
+
+/// Default `[dump] max_bytes`: a proxy left running for days keeps at most this on disk.
+pub const DEFAULT_MAX_BYTES: u64 = 1024 * 1024 * 1024;
+/// Default `[dump] max_files`: the current file and three rotated ones.
+pub const DEFAULT_MAX_FILES: u32 = 4;
+
+/// `max_bytes`: bytes as an integer, or a number followed by B, KiB, MiB or GiB.
+pub fn de_bytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum IntOrText {
+        Int(u64),
+        Text(String),
+    }
+    match IntOrText::deserialize(d)? {
+        IntOrText::Int(n) => Ok(n),
+        IntOrText::Text(t) => crate::store::parse_bytes(&t).map_err(serde::de::Error::custom),
+    }
+}
+
 /// Where a frame was seen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Direction {
     #[serde(rename = "client→proxy")]
     ClientToProxy,
@@ -47,6 +74,49 @@ pub enum DumpError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("cannot rotate dump file {path}: {source}")]
+    Rotate {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl Direction {
+    /// The name used in the dump (`client→proxy`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::ClientToProxy => "client→proxy",
+            Direction::ProxyToAgent => "proxy→agent",
+            Direction::AgentToProxy => "agent→proxy",
+            Direction::ProxyToClient => "proxy→client",
+            Direction::AgentStderr => "agent-stderr",
+            Direction::ProxyNote => "proxy-note",
+        }
+    }
+
+    /// Every direction, in the order of a frame's path.
+    pub const ALL: [Direction; 6] = [
+        Direction::ClientToProxy,
+        Direction::ProxyToAgent,
+        Direction::AgentToProxy,
+        Direction::ProxyToClient,
+        Direction::AgentStderr,
+        Direction::ProxyNote,
+    ];
+
+    pub fn parse(name: &str) -> Option<Direction> {
+        Direction::ALL.into_iter().find(|d| d.as_str() == name)
+    }
+
+    /// A frame the proxy received (the engine's input).
+    pub fn is_input(self) -> bool {
+        matches!(self, Direction::ClientToProxy | Direction::AgentToProxy)
+    }
+
+    /// A frame the proxy wrote (the engine's output).
+    pub fn is_output(self) -> bool {
+        matches!(self, Direction::ProxyToAgent | Direction::ProxyToClient)
+    }
 }
 
 enum Record {
@@ -68,15 +138,22 @@ pub struct Dump {
     lost: Arc<AtomicU64>,
 }
 
-/// Header line, first in every dump.
-#[derive(Debug, Serialize)]
-pub struct Header<'a> {
+/// Header line, first in every dump file (every part of a rotated dump has one).
+#[derive(Debug, Clone, Serialize)]
+pub struct Header {
     pub format: &'static str,
     pub version: u32,
     pub proxy_version: &'static str,
-    pub agent_command: &'a [String],
+    pub agent_command: Vec<String>,
     pub started_at: String,
     pub redacted: bool,
+    /// One id for every part of one proxy run's dump.
+    pub run: String,
+    /// 1 for the first file of a run, then 2, 3, … after each rotation.
+    pub part: u64,
+    /// The settings that decide what the engine does (the keys of `proxy.toml`), so that a
+    /// replay can use the same ones.
+    pub config: serde_json::Value,
 }
 
 impl Dump {
@@ -84,42 +161,46 @@ impl Dump {
     pub fn open(
         path: &Path,
         agent_command: &[String],
-        redact: bool,
-        queue_frames: usize,
+        cfg: &Config,
     ) -> Result<(Dump, tokio::task::JoinHandle<()>), DumpError> {
+        let redact = cfg.dump.redact;
         let file = create_private(path).map_err(|source| DumpError::Create {
             path: path.to_owned(),
             source,
         })?;
-        let mut out = std::io::BufWriter::new(file);
         let shown_command = if redact {
             crate::redact::redact_command(agent_command)
         } else {
             agent_command.to_vec()
         };
         let header = Header {
-            format: "acp-proxy-dump",
+            format: FORMAT_NAME,
             version: FORMAT_VERSION,
             proxy_version: env!("CARGO_PKG_VERSION"),
-            agent_command: &shown_command,
+            agent_command: shown_command,
             started_at: rfc3339_now(),
             redacted: redact,
+            run: format!("{}-{}", std::process::id(), (unix_now() * 1000.0) as u64),
+            part: 1,
+            config: engine_settings(cfg),
         };
-        let mut write_header = || -> std::io::Result<()> {
-            serde_json::to_writer(&mut out, &header)?;
-            out.write_all(b"\n")?;
-            out.flush()
+        let rotation = Rotation::new(path, &file, cfg.dump.max_bytes, cfg.dump.max_files);
+        let mut out = Output {
+            file: std::io::BufWriter::new(file),
+            written: 0,
+            path: path.to_owned(),
+            header,
+            rotation,
         };
-        write_header().map_err(|source| DumpError::Write {
+        out.write_header().map_err(|source| DumpError::Write {
             path: path.to_owned(),
             source,
         })?;
-        let (tx, rx) = mpsc::channel(queue_frames.max(1));
+        let (tx, rx) = mpsc::channel(cfg.dump.queue_frames.max(1));
         let lost = Arc::new(AtomicU64::new(0));
         let task = tokio::task::spawn_blocking({
             let lost = lost.clone();
-            let path = path.to_owned();
-            move || writer(out, rx, lost, redact, path)
+            move || writer(out, rx, lost, redact)
         });
         Ok((Dump { tx, lost }, task))
     }
@@ -148,14 +229,127 @@ impl Dump {
     }
 }
 
-fn writer(
-    mut out: std::io::BufWriter<std::fs::File>,
-    mut rx: mpsc::Receiver<Record>,
-    lost: Arc<AtomicU64>,
-    redact: bool,
+/// The dump file being written, and when to rotate it.
+struct Output {
+    file: std::io::BufWriter<std::fs::File>,
+    /// Bytes in the current file.
+    written: u64,
     path: PathBuf,
-) {
+    header: Header,
+    rotation: Option<Rotation>,
+}
+
+/// `[dump] max_bytes` spread over the current file and `max_files - 1` rotated ones.
+#[derive(Debug, Clone, Copy)]
+struct Rotation {
+    /// A file is rotated before a record would take it past this size.
+    file_bytes: u64,
+    /// Files kept, the current one included.
+    files: u32,
+}
+
+impl Rotation {
+    /// None when there is no limit, or when the dump is not a regular file (a FIFO, a
+    /// terminal): those cannot be rotated.
+    fn new(path: &Path, file: &std::fs::File, max_bytes: u64, files: u32) -> Option<Rotation> {
+        if max_bytes == 0 {
+            return None;
+        }
+        match file.metadata() {
+            Ok(m) if m.is_file() => {}
+            _ => {
+                tracing::info!(
+                    "dump {} is not a regular file: max_bytes does not apply",
+                    path.display()
+                );
+                return None;
+            }
+        }
+        let files = files.max(1);
+        Some(Rotation {
+            file_bytes: (max_bytes / u64::from(files)).max(1),
+            files,
+        })
+    }
+}
+
+/// `PATH.N`: the Nth most recent rotated part.
+pub fn rotated_path(path: &Path, n: u32) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(format!(".{n}"));
+    PathBuf::from(name)
+}
+
+impl Output {
+    fn write_header(&mut self) -> std::io::Result<()> {
+        self.header.started_at = rfc3339_now();
+        let mut line = serde_json::to_vec(&self.header)?;
+        line.push(b'\n');
+        self.file.write_all(&line)?;
+        self.written = line.len() as u64;
+        self.file.flush()
+    }
+
+    /// Write one record, rotating first if it would take the file past its share.
+    fn write_record(&mut self, value: &serde_json::Value) -> std::io::Result<()> {
+        let mut line = serde_json::to_vec(value)?;
+        line.push(b'\n');
+        if let Some(rot) = self.rotation {
+            if self.written > 0 && self.written + line.len() as u64 > rot.file_bytes {
+                if let Err(source) = self.rotate(rot) {
+                    // Keep the bound on disk use even so: start this file over.
+                    tracing::error!(
+                        "{}: starting it over",
+                        DumpError::Rotate {
+                            path: self.path.clone(),
+                            source
+                        }
+                    );
+                    self.restart_in_place()?;
+                }
+            }
+        }
+        self.file.write_all(&line)?;
+        self.written += line.len() as u64;
+        Ok(())
+    }
+
+    /// `PATH.(n-1)` → `PATH.n` …, `PATH` → `PATH.1`, then a new `PATH` with its own header.
+    fn rotate(&mut self, rot: Rotation) -> std::io::Result<()> {
+        self.file.flush()?;
+        let keep = rot.files - 1;
+        if keep == 0 {
+            return self.restart_in_place();
+        }
+        match std::fs::remove_file(rotated_path(&self.path, keep)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        for n in (1..keep).rev() {
+            match std::fs::rename(rotated_path(&self.path, n), rotated_path(&self.path, n + 1)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        std::fs::rename(&self.path, rotated_path(&self.path, 1))?;
+        self.file = std::io::BufWriter::new(create_private(&self.path)?);
+        self.header.part += 1;
+        self.write_header()
+    }
+
+    fn restart_in_place(&mut self) -> std::io::Result<()> {
+        self.file.flush()?;
+        let f = self.file.get_mut();
+        f.set_len(0)?;
+        std::io::Seek::seek(f, std::io::SeekFrom::Start(0))?;
+        self.header.part += 1;
+        self.write_header()
+    }
+}
+
+fn writer(mut out: Output, mut rx: mpsc::Receiver<Record>, lost: Arc<AtomicU64>, redact: bool) {
     let mut reported_lost = 0u64;
+    let path = out.path.clone();
     let fail = |e: std::io::Error| {
         tracing::error!(
             "{}",
@@ -175,20 +369,21 @@ fn writer(
             if result.is_err() {
                 break;
             }
-            result = write_line(&mut out, &render(&rec, redact));
+            result = out.write_record(&render(&rec, redact));
         }
-        if let Err(e) = result.and_then(|_| out.flush()) {
+        if let Err(e) = result.and_then(|_| out.file.flush()) {
             return fail(e);
         }
     }
     // Frames lost after the last record was written still have to be accounted for.
-    if let Err(e) = report_loss(&mut out, &lost, &mut reported_lost).and_then(|_| out.flush()) {
+    if let Err(e) = report_loss(&mut out, &lost, &mut reported_lost).and_then(|_| out.file.flush())
+    {
         fail(e);
     }
 }
 
 /// Write a note for frames lost since the last report (and say so on stderr).
-fn report_loss(out: &mut impl Write, lost: &AtomicU64, reported: &mut u64) -> std::io::Result<()> {
+fn report_loss(out: &mut Output, lost: &AtomicU64, reported: &mut u64) -> std::io::Result<()> {
     let now_lost = lost.load(Ordering::Relaxed);
     if now_lost <= *reported {
         return Ok(());
@@ -199,16 +394,35 @@ fn report_loss(out: &mut impl Write, lost: &AtomicU64, reported: &mut u64) -> st
         lost = n,
         "traffic dump fell behind: {n} frame(s) not recorded"
     );
-    write_line(
-        out,
+    out.write_record(
         &serde_json::json!({"ts": unix_now(), "dir": Direction::ProxyNote,
             "lost_frames": n, "note": format!("dump fell behind: {n} frame(s) not recorded")}),
     )
 }
 
-fn write_line(out: &mut impl Write, value: &serde_json::Value) -> std::io::Result<()> {
-    serde_json::to_writer(&mut *out, value)?;
-    out.write_all(b"\n")
+/// The settings that decide what the engine and the relay do with frames, as `proxy.toml`
+/// spells them (a replay reads them back as a config).
+pub fn engine_settings(cfg: &Config) -> serde_json::Value {
+    let lower = |d: &dyn std::fmt::Debug| format!("{d:?}").to_lowercase();
+    serde_json::json!({
+        "display": lower(&cfg.display),
+        "max_frame_bytes": cfg.max_frame_bytes,
+        "zed": {
+            "opt_in": cfg.zed.opt_in,
+            "live_child_events": lower(&cfg.zed.live_child_events),
+            "live_progress": cfg.zed.live_progress,
+            "child_cancel": lower(&cfg.zed.child_cancel),
+            "permission_hold_ms": cfg.zed.permission_hold_ms,
+            "max_held_permissions": cfg.zed.max_held_permissions,
+        },
+        "subagents": {"presets": cfg.subagents.presets},
+        "limits": {
+            "max_subagents_per_session": cfg.limits.max_subagents_per_session,
+            "max_depth": cfg.limits.max_depth,
+            "max_transcript_bytes": cfg.limits.max_transcript_bytes,
+            "max_finished_in_memory": cfg.limits.max_finished_in_memory,
+        },
+    })
 }
 
 fn render(rec: &Record, redact: bool) -> serde_json::Value {
@@ -220,6 +434,10 @@ fn render(rec: &Record, redact: bool) -> serde_json::Value {
             let body = crate::transport::framing::line_body(bytes);
             let mut rec = serde_json::json!({"ts": ts, "dir": dir});
             let is_frame = *dir != Direction::AgentStderr;
+            if is_frame && !bytes.ends_with(b"\n") {
+                // A piece of a line longer than max_frame_bytes (the rest follows).
+                rec["partial"] = true.into();
+            }
             let Ok(text) = std::str::from_utf8(body) else {
                 rec["frame"] = String::from_utf8_lossy(body).into_owned().into();
                 rec["invalid_utf8"] = true.into();
@@ -261,7 +479,7 @@ pub fn create_private(path: &Path) -> std::io::Result<std::fs::File> {
     Ok(file)
 }
 
-fn unix_now() -> f64 {
+pub(crate) fn unix_now() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
@@ -285,7 +503,7 @@ fn rfc3339_now() -> String {
 }
 
 /// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
+pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -353,5 +571,88 @@ mod tests {
         assert!(frame(Direction::AgentStderr, b"log line\n", true)
             .get("invalid_json")
             .is_none());
+    }
+
+    #[test]
+    fn pieces_of_an_oversized_line_are_marked_partial() {
+        let piece = frame(Direction::AgentToProxy, b"{\"jsonrpc\":\"2.0\",\"par", true);
+        assert_eq!(piece["partial"], true);
+        assert_eq!(piece["invalid_json"], true);
+        assert!(frame(Direction::AgentToProxy, b"{}\n", true)
+            .get("partial")
+            .is_none());
+    }
+
+    #[test]
+    fn engine_settings_read_back_as_the_same_config() {
+        let text = "display = \"zed\"\nmax_frame_bytes = 4096\n[zed]\nlive_child_events = \"flat\"\n\
+                    child_cancel = \"ignore\"\npermission_hold_ms = 7\n[subagents]\npresets = [\"qwen\"]\n\
+                    [limits]\nmax_depth = 3\n";
+        let cfg = Config::from_toml(text, Path::new("t.toml")).expect("config");
+        let back: Config =
+            serde_json::from_value(engine_settings(&cfg)).expect("settings read back");
+        assert_eq!(
+            format!("{:?}", back.engine_config()),
+            format!("{:?}", cfg.engine_config())
+        );
+        assert_eq!(back.max_frame_bytes, 4096);
+    }
+
+    fn read_lines(path: &Path) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(path)
+            .expect("dump part")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("JSON line"))
+            .collect()
+    }
+
+    #[test]
+    fn past_max_bytes_the_dump_rotates_and_keeps_max_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("d.jsonl");
+        let mut cfg = Config::default();
+        cfg.dump.max_bytes = 6000;
+        cfg.dump.max_files = 3;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let (dump, task) =
+                Dump::open(&path, &["agent".to_owned()], &cfg).expect("open the dump");
+            for n in 0..300 {
+                let line =
+                    format!("{{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":{{\"n\":{n}}}}}\n");
+                dump.frame(Direction::AgentToProxy, &Bytes::from(line));
+                if n % 10 == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+            drop(dump);
+            task.await.expect("writer");
+        });
+        assert!(!rotated_path(&path, 3).exists(), "at most max_files files");
+        let mut total = 0;
+        let mut parts = Vec::new();
+        let mut numbers = Vec::new();
+        for p in [rotated_path(&path, 2), rotated_path(&path, 1), path.clone()] {
+            let len = std::fs::metadata(&p).expect("part exists").len();
+            assert!(len <= 2000, "{}: {len} bytes", p.display());
+            total += len;
+            let lines = read_lines(&p);
+            assert_eq!(lines[0]["format"], FORMAT_NAME);
+            assert_eq!(lines[0]["run"], read_lines(&path)[0]["run"]);
+            parts.push(lines[0]["part"].as_u64().expect("part"));
+            for l in &lines[1..] {
+                let frame: serde_json::Value =
+                    serde_json::from_str(l["frame"].as_str().expect("frame")).expect("JSON");
+                numbers.push(frame["params"]["n"].as_u64().expect("n"));
+            }
+        }
+        assert!(total <= 6000);
+        assert!(parts.windows(2).all(|w| w[1] == w[0] + 1), "{parts:?}");
+        // The most recent frames are kept, in order and without a gap, up to the last one.
+        assert!(numbers.windows(2).all(|w| w[1] == w[0] + 1), "{numbers:?}");
+        assert_eq!(numbers.last(), Some(&299));
     }
 }
