@@ -3,3 +3,5 @@
 mod record;
 
 pub use record::*;
+pub mod annotate;
+pub mod reader;
