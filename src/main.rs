@@ -77,6 +77,10 @@ enum Command {
         #[command(subcommand)]
         command: StoreCommand,
     },
+    /// Read a traffic dump: view, stats, check, html.
+    Dump(acp_proxy::dump::cli::DumpArgs),
+    /// Feed a dump's inputs through the engine offline and print what the client gets.
+    Replay(acp_proxy::dump::cli::ReplayArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -157,6 +161,8 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             acp_proxy::demo_agent::run(script.as_deref())?;
             Ok(0)
         }
+        Some(Command::Dump(args)) => acp_proxy::dump::cli::dump(args, cli.config.as_deref()),
+        Some(Command::Replay(args)) => acp_proxy::dump::cli::replay(args, cli.config.as_deref()),
         Some(Command::Store { command }) => {
             let mut cfg = Config::load(cli.config.as_deref())?;
             if let Some(level) = cli.log_level {

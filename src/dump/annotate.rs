@@ -20,6 +20,8 @@ const MAX_PENDING: usize = 65_536;
 /// Subagents and turns remembered; past this new ones are counted but not kept.
 pub const MAX_NODES: usize = 100_000;
 pub const MAX_TURNS: usize = 100_000;
+/// Tool calls of subagents remembered.
+const MAX_TOOL_OWNERS: usize = 1_000_000;
 
 /// The JSON-RPC kind of a message (or what else a record is).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -107,6 +109,8 @@ pub struct Msg {
     pub turn: Option<usize>,
     /// An error response, a frame that is not JSON-RPC, a failed tool call, a loss.
     pub is_error: bool,
+    /// A request whose id is already used by an open request on its connection.
+    pub reused_id: bool,
     /// The parsed message (None for text that is not JSON).
     pub value: Option<Value>,
 }
@@ -159,7 +163,9 @@ pub struct Turn {
 struct Pending {
     method: String,
     ts: f64,
+    file: usize,
     line: u64,
+    dir: Direction,
     session: Option<String>,
     turn: Option<usize>,
 }
@@ -202,6 +208,10 @@ impl<K: Hash + Eq + Clone, V> Bounded<K, V> {
     fn remove(&mut self, k: &K) -> Option<V> {
         self.map.remove(k)
     }
+
+    fn get(&self, k: &K) -> Option<&V> {
+        self.map.get(k)
+    }
 }
 
 /// Reads records in order and annotates their messages.
@@ -213,6 +223,9 @@ pub struct Tracker {
     sessions: HashMap<String, usize>,
     /// (session, spawn tool call id or `subagent:<child>`) → node.
     spawns: HashMap<(String, String), usize>,
+    /// (session, tool call id) → the subagent whose tool call it is (so that an update
+    /// without a parent reference is still placed).
+    tool_owner: Bounded<(String, String), usize>,
     pub nodes: Vec<Node>,
     /// Subagents seen past [`MAX_NODES`].
     pub nodes_dropped: u64,
@@ -267,6 +280,7 @@ impl Tracker {
             pending: Bounded::new(MAX_PENDING),
             sessions: HashMap::new(),
             spawns: HashMap::new(),
+            tool_owner: Bounded::new(MAX_TOOL_OWNERS),
             nodes: Vec::new(),
             nodes_dropped: 0,
             turns: Vec::new(),
@@ -335,6 +349,7 @@ impl Tracker {
             depth: 0,
             turn: None,
             is_error,
+            reused_id: false,
             value: None,
         }
     }
@@ -403,12 +418,16 @@ impl Tracker {
                             } else {
                                 None
                             };
+                        let key = (c, sender_is_outer, id.clone());
+                        m.reused_id = self.pending.map.contains_key(&key);
                         self.pending.insert(
-                            (c, sender_is_outer, id.clone()),
+                            key,
                             Pending {
                                 method,
                                 ts: rec.ts,
+                                file: rec.file,
                                 line: rec.line,
+                                dir: rec.dir,
                                 session: m.session.clone(),
                                 turn,
                             },
@@ -598,8 +617,13 @@ impl Tracker {
             });
             if let Some((preset, spawn)) = parent {
                 let key = (sid.clone(), spawn.clone());
-                let node = match self.spawns.get(&key) {
-                    Some(&n) => Some(n),
+                let node = match self
+                    .spawns
+                    .get(&key)
+                    .copied()
+                    .or_else(|| self.spawn_above(ctx, &spawn))
+                {
+                    Some(n) => Some(n),
                     None => {
                         let n = self.new_node(rec, &sid, ctx, preset);
                         if let Some(n) = n {
@@ -612,6 +636,14 @@ impl Tracker {
                 if node.is_some() {
                     owner = node;
                 }
+            }
+        }
+        if let Some(tool) = &m.tool_call {
+            let key = (sid.clone(), tool.clone());
+            match owner {
+                Some(n) if owner != ctx => self.tool_owner.insert(key, n),
+                None => owner = self.tool_owner.get(&key).copied(),
+                _ => {}
             }
         }
         m.node = owner;
@@ -716,6 +748,31 @@ impl Tracker {
         }
     }
 
+    /// In a child's own session, a parent reference names a spawn of the child itself or of
+    /// a session above it.
+    fn spawn_above(&self, ctx: Option<usize>, spawn: &str) -> Option<usize> {
+        let mut n = ctx;
+        let mut hops = 0;
+        while let Some(i) = n {
+            let node = &self.nodes[i];
+            if node.spawn.as_deref() == Some(spawn) {
+                return Some(i);
+            }
+            if let Some(&found) = self
+                .spawns
+                .get(&(node.parent_session.clone(), spawn.to_owned()))
+            {
+                return Some(found);
+            }
+            n = node.parent_node;
+            hops += 1;
+            if hops > 64 {
+                break;
+            }
+        }
+        None
+    }
+
     /// The preset whose spawn signature this tool call has.
     fn spawn_preset(&self, update: &Value) -> Option<&'static str> {
         self.presets.iter().find_map(|p| {
@@ -731,6 +788,19 @@ impl Tracker {
                     .all(|k| update.pointer("/rawInput").and_then(|r| r.get(k)).is_some());
             (by_name || by_shape).then_some(p.name)
         })
+    }
+
+    /// Requests still waiting for an answer, oldest first: (file, line, direction, id,
+    /// method).
+    pub fn open_requests(&self) -> Vec<(usize, u64, Direction, String, String)> {
+        let mut open: Vec<_> = self
+            .pending
+            .map
+            .iter()
+            .map(|((_, _, id), p)| (p.file, p.line, p.dir, id.clone(), p.method.clone()))
+            .collect();
+        open.sort_by_key(|o| (o.0, o.1));
+        open
     }
 
     /// Whether `node` is `target` or lies under it.

@@ -465,6 +465,11 @@ impl Reader {
         }
     }
 
+    /// Whether the reader waits for more at the end.
+    pub fn follows(&self) -> bool {
+        self.opts.follow
+    }
+
     /// `file:line` of a record, for messages.
     pub fn position(&self, file: usize, line: u64) -> String {
         match self.files.get(file) {

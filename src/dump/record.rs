@@ -465,6 +465,23 @@ fn render(rec: &Record, redact: bool) -> serde_json::Value {
     }
 }
 
+/// The `frame` text the dump records for these bytes (a replay compares its output with
+/// the dump through this).
+pub fn recorded_text(dir: Direction, bytes: &Bytes, redact: bool) -> String {
+    let rec = Record::Frame {
+        ts: 0.0,
+        dir,
+        bytes: bytes.clone(),
+    };
+    match render(&rec, redact)
+        .get_mut("frame")
+        .map(serde_json::Value::take)
+    {
+        Some(serde_json::Value::String(s)) => s,
+        _ => String::new(),
+    }
+}
+
 /// Create (or truncate) a file readable and writable by the owner only.
 pub fn create_private(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
