@@ -30,6 +30,9 @@ pub enum DumpCommand {
     /// Validate every frame against the ACP schema and against what Zed does, on both
     /// sides of the proxy. Exit status 1 when something is wrong.
     Check(CheckArgs),
+    /// Write a self-contained HTML report: lanes, turns, the subagent tree, each frame
+    /// before and after the proxy, the check's findings.
+    Html(HtmlArgs),
 }
 
 #[derive(Args, Debug)]
@@ -136,6 +139,18 @@ pub struct CheckArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct HtmlArgs {
+    #[command(flatten)]
+    pub files: FilesArg,
+    /// Where to write the report.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: PathBuf,
+    /// Frames longer than this are shortened in the report (the dump keeps them whole).
+    #[arg(long, value_name = "BYTES", default_value_t = 64 * 1024)]
+    pub max_frame_chars: usize,
+}
+
+#[derive(Args, Debug)]
 pub struct ReplayArgs {
     #[command(flatten)]
     pub files: FilesArg,
@@ -234,6 +249,20 @@ pub fn dump(args: DumpArgs, config: Option<&Path>) -> anyhow::Result<i32> {
             let mut out = std::io::BufWriter::new(stdout.lock());
             let summary = super::check::run(&mut reader, &mut tracker, &opts, a.json, &mut out)?;
             Ok(if summary.errors > 0 { 1 } else { 0 })
+        }
+        DumpCommand::Html(a) => {
+            let mut reader = open(&a.files, false)?;
+            let cfg = settings(&reader, config)?;
+            let mut tracker = tracker_for(&cfg);
+            let written =
+                super::html::write(&mut reader, &mut tracker, &a.output, a.max_frame_chars)?;
+            eprintln!(
+                "acp-proxy: wrote {} ({} rows, {} findings)",
+                a.output.display(),
+                written.rows,
+                written.findings
+            );
+            Ok(0)
         }
     }
 }

@@ -8,6 +8,7 @@ pub use record::*;
 pub mod annotate;
 pub mod check;
 pub mod cli;
+pub mod html;
 pub mod reader;
 pub mod replay;
 pub mod stats;
