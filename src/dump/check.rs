@@ -69,17 +69,36 @@ pub struct Finding {
     /// A short stable name: `schema`, `zed-unknown-session`, …
     pub rule: &'static str,
     pub message: String,
+    /// Whose doing it is: `client`, `proxy` or `agent`. A frame the proxy passed on
+    /// unchanged is its sender's; a request nobody answered is the answerer's.
+    pub origin: Option<&'static str>,
+    /// The frame is one the proxy relayed byte for byte.
+    pub relayed: bool,
+}
+
+/// Who wrote frames of this direction.
+fn writer_of(dir: Direction) -> Option<&'static str> {
+    match dir {
+        Direction::ClientToProxy => Some("client"),
+        Direction::AgentToProxy => Some("agent"),
+        Direction::ProxyToAgent | Direction::ProxyToClient => Some("proxy"),
+        _ => None,
+    }
+}
+
+/// Who answers a request sent in this direction.
+fn answerer_of(dir: Direction) -> Option<&'static str> {
+    match dir {
+        Direction::ClientToProxy | Direction::AgentToProxy => Some("proxy"),
+        Direction::ProxyToAgent => Some("agent"),
+        Direction::ProxyToClient => Some("client"),
+        _ => None,
+    }
 }
 
 impl Finding {
-    /// Who wrote the frame: `client`, `proxy` or `agent` (None: not a frame).
     pub fn origin(&self) -> Option<&'static str> {
-        match self.dir? {
-            Direction::ClientToProxy => Some("client"),
-            Direction::AgentToProxy => Some("agent"),
-            Direction::ProxyToAgent | Direction::ProxyToClient => Some("proxy"),
-            _ => None,
-        }
+        self.origin
     }
 
     pub fn side(&self) -> Option<&'static str> {
@@ -96,7 +115,8 @@ impl Finding {
             "line": self.line,
             "dir": self.dir.map(|d| d.as_str()),
             "side": self.side(),
-            "origin": self.origin(),
+            "origin": self.origin,
+            "relayed": self.relayed,
             "severity": self.severity.as_str(),
             "rule": self.rule,
             "message": self.message,
@@ -407,13 +427,17 @@ impl ZedSide {
 }
 
 /// What a Zed client is, by its `initialize` (the proxy's own rule for `display = "auto"`).
+/// A client that advertises standard subagents gets them as they are (the proxy's
+/// `display = "auto"` does the same), so Zed's rules for Zed without them do not apply.
 fn is_zed_initialize(v: &Value) -> Option<bool> {
     (v.get("method").and_then(Value::as_str) == Some("initialize")).then(|| {
-        v.pointer("/params/clientInfo/name")
+        let zed = v
+            .pointer("/params/clientInfo/name")
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_ascii_lowercase()
-            .contains("zed")
+            .contains("zed");
+        zed && v.pointer("/params/clientCapabilities/subagents").is_none()
     })
 }
 
@@ -426,6 +450,15 @@ pub struct Checker {
     client_is_zed: Option<bool>,
     pub frames_checked: u64,
     told_not_zed: bool,
+    /// The input being handled: (direction, hash and length of its text).
+    step_input: Option<(Direction, u64, usize)>,
+}
+
+fn text_hash(s: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    s.hash(&mut h);
+    h.finish()
 }
 
 impl Checker {
@@ -437,6 +470,7 @@ impl Checker {
             client_is_zed: None,
             frames_checked: 0,
             told_not_zed: false,
+            step_input: None,
         }
     }
 
@@ -451,6 +485,18 @@ impl Checker {
 
     /// The findings at one record (its messages already annotated).
     pub fn record(&mut self, rec: &Record, msgs: &[Msg], continuation: bool) -> Vec<Finding> {
+        let text = rec.text();
+        if rec.dir.is_input() && !continuation {
+            self.step_input = Some((rec.dir, text_hash(text), text.len()));
+        }
+        let relayed = rec.dir.is_output()
+            && self
+                .step_input
+                .is_some_and(|(_, h, len)| len == text.len() && h == text_hash(text));
+        let origin = match self.step_input {
+            Some((input, ..)) if relayed => writer_of(input),
+            _ => writer_of(rec.dir),
+        };
         let mut out = Vec::new();
         let mut push = |severity, rule, message| {
             out.push(Finding {
@@ -460,6 +506,8 @@ impl Checker {
                 severity,
                 rule,
                 message,
+                origin,
+                relayed,
             })
         };
         if rec.dir == Direction::ProxyNote {
@@ -535,7 +583,7 @@ impl Checker {
                             push(
                                 Severity::Info,
                                 "not-zed",
-                                "the client is not Zed (by its initialize): Zed's rules are not applied to what it receives".to_owned(),
+                                "the client is not Zed, or advertises standard subagents (by its initialize): Zed's rules are not applied to what it receives".to_owned(),
                             );
                         }
                     } else {
@@ -576,6 +624,8 @@ impl Checker {
                 severity: Severity::Warning,
                 rule: "unanswered",
                 message: format!("request {id} (`{method}`) was never answered in this dump"),
+                origin: answerer_of(dir),
+                relayed: false,
             })
             .collect()
     }
@@ -612,11 +662,15 @@ pub fn run(
         } else {
             writeln!(
                 out,
-                "{pos}: {} {} [{}] {}",
+                "{pos}: {} {} [{}] {}{}",
                 f.dir.map(|d| d.as_str()).unwrap_or("-"),
                 f.severity.as_str(),
                 f.rule,
-                f.message
+                f.message,
+                match (f.relayed, f.origin) {
+                    (true, Some(o)) => format!(" (relayed unchanged from the {o})"),
+                    _ => String::new(),
+                }
             )
         }
     };
@@ -631,6 +685,8 @@ pub fn run(
                     severity: Severity::Warning,
                     rule: "dump-damaged",
                     message: b.why,
+                    origin: None,
+                    relayed: false,
                 };
                 print(reader, &f, &mut summary)?;
             }

@@ -53,6 +53,8 @@ pub struct FileInfo {
     pub config: Option<Value>,
     /// File size when opened (for progress).
     pub size: u64,
+    /// The header line as it is in the file.
+    pub raw: String,
 }
 
 /// One record of a dump.
@@ -191,6 +193,7 @@ pub fn parse_header(path: &Path, line: &[u8], size: u64) -> Result<FileInfo, Rea
         part: h.part.unwrap_or(1),
         config: h.config,
         size,
+        raw: text.trim_end().to_owned(),
     })
 }
 

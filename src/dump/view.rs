@@ -361,6 +361,10 @@ pub fn run(
     while let Some(item) = reader.next_item()? {
         match item {
             Item::File(info) => {
+                if output == Output::Records {
+                    // The output is a dump itself: the tools read it like any other.
+                    writeln!(out, "{}", info.raw)?;
+                }
                 if let Output::Timeline { color } = output {
                     let (dim, reset) = if color { ("\x1b[2m", RESET) } else { ("", "") };
                     writeln!(
