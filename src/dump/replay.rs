@@ -592,7 +592,11 @@ pub fn emit_case(paths: &[PathBuf], dir: &Path, name: &str) -> anyhow::Result<Pa
                         "format": super::record::FORMAT_NAME,
                         "version": info.version,
                         "proxy_version": info.proxy_version,
-                        "agent_command": info.agent_command,
+                        // A case is shared with others: paths are cut to file names.
+                        "agent_command": info.agent_command.iter().map(|a| match a.rsplit_once('/') {
+                            Some((_, name)) => name.to_owned(),
+                            None => a.clone(),
+                        }).collect::<Vec<_>>(),
                         "started_at": info.started_at,
                         "redacted": info.redacted,
                         "run": info.run.clone().unwrap_or_else(|| "case".to_owned()),
