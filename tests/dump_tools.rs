@@ -31,6 +31,8 @@ struct Run {
     answered: HashSet<String>,
     /// Ids of the requests the proxy sent to the client.
     asked: HashSet<String>,
+    /// Everything received, in order.
+    received: Vec<Value>,
 }
 
 impl Run {
@@ -74,6 +76,7 @@ impl Run {
             lines,
             answered: HashSet::new(),
             asked: HashSet::new(),
+            received: Vec::new(),
         }
     }
 
@@ -90,6 +93,7 @@ impl Run {
     }
 
     fn take(&mut self, v: &Value) {
+        self.received.push(v.clone());
         let Some(id) = v.get("id") else { return };
         if v.get("method").is_some() {
             self.asked.insert(id.to_string());
@@ -246,7 +250,7 @@ fn check_json(dumps: &[PathBuf]) -> Vec<Value> {
     let cfg = cli::settings(&reader, None).expect("settings");
     let mut tracker = Tracker::new(cfg.engine_config().presets);
     let mut out = Vec::new();
-    check::run(
+    let summary = check::run(
         &mut reader,
         &mut tracker,
         &check::Options::default(),
@@ -254,6 +258,7 @@ fn check_json(dumps: &[PathBuf]) -> Vec<Value> {
         &mut out,
     )
     .expect("check");
+    assert!(summary.frames > 0, "the check read the frames: {summary:?}");
     String::from_utf8(out)
         .expect("UTF-8")
         .lines()
@@ -356,6 +361,14 @@ fn every_capture_replays_exactly_and_the_proxys_output_checks_clean() {
     for n in &notes {
         eprintln!("input finding: {n}");
     }
+    // The check is awake: the legacy Claude capture has frames off the schema (a `null`
+    // where the schema wants a number), relayed as the agent sent them.
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("claude-agent-acp-0.23.1") && n.contains("schema")),
+        "{notes:#?}"
+    );
 }
 
 #[test]
@@ -871,4 +884,80 @@ fn a_newer_dump_format_is_refused_by_every_tool() {
             "{args:?}: {err}"
         );
     }
+}
+
+fn successor(msg: Value) -> Value {
+    let mut wrapped = json!({"jsonrpc": "2.0", "method": "proxy/successor",
+        "params": {"method": msg["method"], "params": msg["params"]}});
+    if let Some(id) = msg.get("id") {
+        wrapped["id"] = id.clone();
+    }
+    wrapped
+}
+
+#[test]
+fn a_proxy_chain_link_replays_and_checks_through_the_conductors_wrapping() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dump = dir.path().join("chain.jsonl");
+    let d = dump.to_string_lossy().into_owned();
+    let mut run = Run::start(dir.path(), &["--store", "memory", "--dump", &d], &[]);
+    let next = |run: &mut Run| -> Value {
+        let n = run.received.len();
+        assert!(
+            run.until(WAIT, |r| r.received.len() > n),
+            "a frame from the link"
+        );
+        run.received[n].clone()
+    };
+    run.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "proxy/initialize",
+        "params": {"protocolVersion": 1, "clientInfo": {"name": "zed"}, "clientCapabilities": {}}}),
+    );
+    let wrapped = next(&mut run);
+    run.send(
+        &json!({"jsonrpc": "2.0", "id": wrapped["id"], "result": {"protocolVersion": 1,
+        "agentCapabilities": {"loadSession": false}}}),
+    );
+    assert_eq!(next(&mut run)["id"], 1);
+    run.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/p", "mcpServers": []}}));
+    let wrapped = next(&mut run);
+    run.send(&json!({"jsonrpc": "2.0", "id": wrapped["id"], "result": {"sessionId": "s1"}}));
+    assert_eq!(next(&mut run)["id"], 2);
+    run.send(&successor(update(
+        "s1",
+        json!({"sessionUpdate": "tool_call", "toolCallId": "sp",
+        "title": "Task", "kind": "think", "rawInput": {"prompt": "look around"},
+        "_meta": {"claudeCode": {"toolName": "Agent"}}}),
+    )));
+    let card = next(&mut run);
+    assert!(card["params"]["update"]["_meta"]
+        .get("subagent_session_info")
+        .is_some());
+    run.send(&successor(update("s1", json!({"sessionUpdate": "agent_message_chunk",
+        "content": {"type": "text", "text": "child words"}, "_meta": {"claudeCode": {"parentToolUseId": "sp"}}}))));
+    run.send(&successor(
+        json!({"jsonrpc": "2.0", "id": 7, "method": "session/request_permission",
+        "params": {"sessionId": "s1", "toolCall": {"toolCallId": "p1"}, "options": []}}),
+    ));
+    let perm = next(&mut run);
+    run.send(&json!({"jsonrpc": "2.0", "id": perm["id"], "result": {"outcome": {"outcome": "cancelled"}}}));
+    next(&mut run);
+    run.send(&json!({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 2}}));
+    run.settle(Duration::from_millis(300));
+    assert_eq!(run.finish(), 0);
+    let others = judge("chain", std::slice::from_ref(&dump));
+    // Unwrapped, the conductor's frames are ordinary ACP: answered, and of the schema.
+    assert!(
+        others
+            .iter()
+            .all(|f| f["rule"] != "unanswered" && f["rule"] != "unmatched-response"),
+        "{others:#?}"
+    );
+    let (_, view, _) = tool(&["dump", "view", &d, "--kind", "tool_call"]);
+    assert!(
+        view.contains("c→p") && !view.contains("↳") && view.contains("Task"),
+        "{view}"
+    );
+    let (_, stats, _) = tool(&["dump", "stats", &d]);
+    assert!(stats.contains("subagents: 1"), "{stats}");
 }

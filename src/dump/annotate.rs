@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::reader::Record;
 use super::record::Direction;
+use crate::chain::{Chain, Route};
 use crate::subagents::presets::Preset;
 
 /// Open requests remembered per connection side; past this the oldest are forgotten.
@@ -85,6 +86,9 @@ impl Conn {
 /// One message of a record, understood.
 #[derive(Debug, Clone)]
 pub struct Msg {
+    /// Where it went: the record's direction, except in proxy-chain mode, where a frame
+    /// from the conductor that came from the next link is taken as the agent's.
+    pub dir: Direction,
     pub kind: Kind,
     /// The id as JSON text (`1`, `"abc"`).
     pub id: Option<String>,
@@ -238,6 +242,9 @@ pub struct Tracker {
     pub step_input: Option<(usize, u64, Direction)>,
     /// Directions whose last record was a `partial` piece.
     continuing: [bool; 6],
+    /// Proxy-chain mode: the conductor's wrapping, as the proxy undid it.
+    chain: Option<Chain>,
+    chain_decided: bool,
 }
 
 impl Default for Tracker {
@@ -289,6 +296,8 @@ impl Tracker {
             step: 0,
             step_input: None,
             continuing: [false; 6],
+            chain: None,
+            chain_decided: false,
         }
     }
 
@@ -308,10 +317,16 @@ impl Tracker {
         match rec.dir {
             Direction::ProxyNote => {
                 let text = rec.note.as_deref().unwrap_or("");
-                return vec![self.plain(Kind::Note, preview(text, 200), rec.lost_frames > 0)];
+                return vec![self.plain(
+                    rec.dir,
+                    Kind::Note,
+                    preview(text, 200),
+                    rec.lost_frames > 0,
+                )];
             }
             Direction::AgentStderr => {
-                return vec![self.plain(Kind::Stderr, preview(rec.text(), 200), false)];
+                let m = self.plain(rec.dir, Kind::Stderr, preview(rec.text(), 200), false);
+                return vec![m];
             }
             _ => {}
         }
@@ -323,18 +338,68 @@ impl Tracker {
             } else {
                 "not JSON"
             };
-            return vec![self.plain(
+            let m = self.plain(
+                rec.dir,
                 Kind::Invalid,
                 format!("{what}: {}", preview(rec.text(), 80)),
                 !(rec.partial || continuation),
-            )];
+            );
+            return vec![m];
         }
         let texts: Vec<&str> = rec.messages().collect();
-        texts.into_iter().map(|t| self.message(rec, t)).collect()
+        texts
+            .into_iter()
+            .map(|t| match self.through_chain(rec.dir, t) {
+                Some((dir, inner)) => {
+                    let unwrapped = Record {
+                        dir,
+                        frame: None,
+                        raw: String::new(),
+                        ..rec.clone()
+                    };
+                    self.message(&unwrapped, &inner)
+                }
+                None => self.message(rec, t),
+            })
+            .collect()
     }
 
-    fn plain(&self, kind: Kind, summary: String, is_error: bool) -> Msg {
+    /// In proxy-chain mode (the first frame from the client is a conductor's
+    /// `proxy/initialize`), what the engine saw: frames from the conductor unwrapped and
+    /// routed as the proxy routes them. None: take the frame as it is.
+    fn through_chain(&mut self, dir: Direction, text: &str) -> Option<(Direction, String)> {
+        if dir.is_input() && !std::mem::replace(&mut self.chain_decided, true) {
+            if dir == Direction::ClientToProxy {
+                self.chain = crate::chain::chain_initialize(text.as_bytes()).map(Chain::new);
+            }
+        }
+        let chain = self.chain.as_mut()?;
+        let bytes = bytes::Bytes::from(format!("{text}\n"));
+        let body = |b: &bytes::Bytes| {
+            String::from_utf8_lossy(crate::transport::framing::line_body(b)).into_owned()
+        };
+        match dir {
+            Direction::ClientToProxy => match chain.from_conductor(bytes) {
+                Route::Client(b) => Some((Direction::ClientToProxy, body(&b))),
+                Route::Agent(b) => Some((Direction::AgentToProxy, body(&b))),
+                Route::Drop(_) => None,
+            },
+            // The chain's id maps follow what the proxy wrote.
+            Direction::ProxyToClient => {
+                chain.to_predecessor(bytes);
+                None
+            }
+            Direction::ProxyToAgent => {
+                chain.to_successor(bytes);
+                None
+            }
+            _ => None,
+        }
+    }
+
+    fn plain(&self, dir: Direction, kind: Kind, summary: String, is_error: bool) -> Msg {
         Msg {
+            dir,
             kind,
             id: None,
             method: None,
@@ -356,11 +421,13 @@ impl Tracker {
 
     fn message(&mut self, rec: &Record, text: &str) -> Msg {
         let Ok(value) = serde_json::from_str::<Value>(text) else {
-            return self.plain(
+            let m = self.plain(
+                rec.dir,
                 Kind::Invalid,
                 format!("not JSON: {}", preview(text, 80)),
                 true,
             );
+            return m;
         };
         let Some(obj) = value.as_object() else {
             let what = if value.is_array() {
@@ -369,6 +436,7 @@ impl Tracker {
                 "JSON that is not an object"
             };
             let mut m = self.plain(
+                rec.dir,
                 Kind::Invalid,
                 format!("{what}: {}", preview(text, 80)),
                 true,
@@ -386,6 +454,7 @@ impl Tracker {
             _ => Kind::Invalid,
         };
         let mut m = self.plain(
+            rec.dir,
             kind,
             String::new(),
             matches!(kind, Kind::Error | Kind::Invalid),

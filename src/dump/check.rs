@@ -552,10 +552,28 @@ impl Checker {
             );
             return out;
         }
-        let Some(role) = role(rec.dir) else {
-            return out;
-        };
         for m in msgs {
+            let Some(role) = role(m.dir) else {
+                continue;
+            };
+            // In chain mode a frame from the conductor may carry the agent's message.
+            let origin = if m.dir == rec.dir {
+                origin
+            } else {
+                writer_of(m.dir)
+            };
+            let mut push = |severity, rule, message| {
+                out.push(Finding {
+                    file: rec.file,
+                    line: rec.line,
+                    dir: Some(rec.dir),
+                    severity,
+                    rule,
+                    message,
+                    origin,
+                    relayed,
+                })
+            };
             let Some(v) = &m.value else {
                 push(Severity::Error, "not-json", m.summary.clone());
                 continue;
@@ -568,7 +586,7 @@ impl Checker {
                 push(severity, rule, message);
             }
             // What Zed makes of it.
-            match rec.dir {
+            match m.dir {
                 Direction::ClientToProxy => {
                     if let Some(zed) = is_zed_initialize(v) {
                         self.client_is_zed = Some(zed);
@@ -827,7 +845,15 @@ mod tests {
         );
         assert!(by_line(11).contains(&"unanswered"), "{found:#?}");
         assert!(found.iter().all(|x| x.severity != Severity::Info));
-        assert!(found.iter().all(|x| x.origin() == Some("proxy")));
+        // The proxy wrote every frame; a request nobody answered is the answerer's.
+        for x in &found {
+            let who = if x.rule == "unanswered" {
+                "client"
+            } else {
+                "proxy"
+            };
+            assert_eq!(x.origin(), Some(who), "{x:?}");
+        }
     }
 
     #[test]
@@ -877,9 +903,10 @@ mod tests {
         assert_eq!(at(6), ["schema"]);
         assert_eq!(at(7), ["unmatched-response"]);
         assert_eq!(at(8), ["not-jsonrpc"]);
+        // Lines 4, 6 and 7 are the agent's, and so is the answer it never gave to line 5.
         assert_eq!(
             found.iter().filter(|x| x.origin() == Some("agent")).count(),
-            3
+            4
         );
     }
 }
