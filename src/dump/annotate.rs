@@ -264,14 +264,12 @@ fn str_at<'a>(v: &'a Value, ptr: &str) -> Option<&'a str> {
 /// At most `max` characters of `s` on one line, with an ellipsis when cut.
 pub fn preview(s: &str, max: usize) -> String {
     let mut out = String::new();
-    let mut n = 0;
-    for c in s.chars() {
+    for (n, c) in s.chars().enumerate() {
         if n == max {
             out.push('…');
             return out;
         }
         out.push(if c.is_control() { ' ' } else { c });
-        n += 1;
     }
     out
 }
@@ -368,10 +366,11 @@ impl Tracker {
     /// `proxy/initialize`), what the engine saw: frames from the conductor unwrapped and
     /// routed as the proxy routes them. None: take the frame as it is.
     fn through_chain(&mut self, dir: Direction, text: &str) -> Option<(Direction, String)> {
-        if dir.is_input() && !std::mem::replace(&mut self.chain_decided, true) {
-            if dir == Direction::ClientToProxy {
-                self.chain = crate::chain::chain_initialize(text.as_bytes()).map(Chain::new);
-            }
+        if dir.is_input()
+            && !std::mem::replace(&mut self.chain_decided, true)
+            && dir == Direction::ClientToProxy
+        {
+            self.chain = crate::chain::chain_initialize(text.as_bytes()).map(Chain::new);
         }
         let chain = self.chain.as_mut()?;
         let bytes = bytes::Bytes::from(format!("{text}\n"));

@@ -475,12 +475,18 @@ impl Checker {
     }
 
     fn wants(&self, dir: Direction) -> bool {
-        match (self.opts.side, dir) {
-            (SideArg::Both, _) => true,
-            (SideArg::Client, Direction::ClientToProxy | Direction::ProxyToClient) => true,
-            (SideArg::Agent, Direction::ProxyToAgent | Direction::AgentToProxy) => true,
-            _ => false,
-        }
+        matches!(
+            (self.opts.side, dir),
+            (SideArg::Both, _)
+                | (
+                    SideArg::Client,
+                    Direction::ClientToProxy | Direction::ProxyToClient
+                )
+                | (
+                    SideArg::Agent,
+                    Direction::ProxyToAgent | Direction::AgentToProxy
+                )
+        )
     }
 
     /// The findings at one record (its messages already annotated).

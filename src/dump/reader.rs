@@ -511,11 +511,9 @@ impl Progress {
             return;
         }
         self.last = Instant::now();
-        let pct = if self.total > 0 {
-            (self.done.min(self.total) * 100 / self.total) as u32
-        } else {
-            100
-        };
+        let pct = (self.done.min(self.total) * 100)
+            .checked_div(self.total)
+            .unwrap_or(100);
         eprint!(
             "\r\x1b[2Kreading the dump: {pct:>3}%  ({} of {})",
             human_bytes(self.done),
@@ -576,7 +574,7 @@ mod tests {
             "d.jsonl",
             "{\"format\":\"acp-proxy-dump\",\"version\":7,\"proxy_version\":\"9.0.0\"}\n",
         );
-        let err = read_all(&[p]).err().expect("refused").to_string();
+        let err = read_all(&[p]).expect_err("refused").to_string();
         assert!(err.contains("format version 7"), "{err}");
         assert!(err.contains("newer than this acp-proxy"), "{err}");
         assert!(err.contains("9.0.0"), "{err}");
@@ -590,7 +588,7 @@ mod tests {
             "d.jsonl",
             "{\"t\":0,\"dir\":\"in\",\"msg\":{}}\n",
         );
-        let err = read_all(&[p]).err().expect("refused").to_string();
+        let err = read_all(&[p]).expect_err("refused").to_string();
         assert!(err.contains("is not an acp-proxy dump"), "{err}");
         let p = write(dir.path(), "e.jsonl", "");
         assert!(read_all(&[p]).is_err());
