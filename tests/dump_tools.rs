@@ -961,3 +961,61 @@ fn a_proxy_chain_link_replays_and_checks_through_the_conductors_wrapping() {
     let (_, stats, _) = tool(&["dump", "stats", &d]);
     assert!(stats.contains("subagents: 1"), "{stats}");
 }
+
+#[test]
+fn view_follow_shows_records_as_they_are_written_and_across_a_rotation() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("live.jsonl");
+    let header = |part: u32| {
+        format!("{{\"format\":\"acp-proxy-dump\",\"version\":1,\"run\":\"r\",\"part\":{part}}}\n")
+    };
+    let note = |text: &str| format!("{{\"ts\":1.5,\"dir\":\"proxy-note\",\"note\":\"{text}\"}}\n");
+    std::fs::write(&path, header(1) + &note("first")).expect("write");
+    let mut view = Command::new(BIN)
+        .args(["dump", "view", "--follow"])
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("view --follow");
+    let (tx, rx) = mpsc::channel();
+    let stdout = view.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let wait_for = |needle: &str| {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(l) if l.contains(needle) => return,
+                Ok(_) => {}
+                Err(_) => panic!("view --follow never showed {needle}"),
+            }
+        }
+    };
+    wait_for("first");
+    // Appended in two writes: a line is shown only once it is whole.
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .expect("append");
+    let second = note("second");
+    f.write_all(&second.as_bytes()[..10]).expect("write");
+    f.flush().expect("flush");
+    std::thread::sleep(Duration::from_millis(300));
+    f.write_all(&second.as_bytes()[10..]).expect("write");
+    drop(f);
+    wait_for("second");
+    // Rotation: the file is renamed and a new one starts with its own header.
+    std::fs::rename(&path, dir.path().join("live.jsonl.1")).expect("rotate");
+    std::fs::write(&path, header(2) + &note("third")).expect("write");
+    wait_for("third");
+    let _ = view.kill();
+    let _ = view.wait();
+}

@@ -174,7 +174,8 @@ fn open(files: &FilesArg, follow: bool) -> anyhow::Result<Reader> {
         &files.files,
         ReadOptions {
             follow,
-            progress: true,
+            // A followed dump has no end to measure progress against.
+            progress: !follow,
         },
     )?)
 }

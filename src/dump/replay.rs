@@ -666,7 +666,7 @@ pub fn command(args: &ReplayArgs, config: Option<&Path>) -> anyhow::Result<i32> 
     let mut out = std::io::BufWriter::new(stdout.lock());
     let both = args.both;
     let diff = args.diff;
-    let (report, _) = replay_files(files, config, diff, |o| {
+    let result = replay_files(files, config, diff, |o| {
         if diff {
             return Ok(());
         }
@@ -679,7 +679,20 @@ pub fn command(args: &ReplayArgs, config: Option<&Path>) -> anyhow::Result<i32> 
             ),
             _ => Ok(()),
         }
-    })?;
+    });
+    let report = match result {
+        Ok((report, _)) => report,
+        // The reader of the output went away (`| head`): nothing more to say.
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            return Ok(0)
+        }
+        Err(e) => return Err(e),
+    };
     if diff {
         write!(out, "{}", render_report(&report))?;
         out.flush()?;
