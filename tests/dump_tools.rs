@@ -344,6 +344,13 @@ fn every_capture_replays_exactly_and_the_proxys_output_checks_clean() {
                 eprintln!("{what}: {cards} frames with a subagent card");
                 if WITH_CARDS.iter().any(|n| name.contains(n)) {
                     assert!(cards > 0, "{what}: the proxy made subagent cards");
+                    // The agent's subagent and the proxy's card for it are one subagent.
+                    let want = if name.contains("two-subagents") { 2 } else { 1 };
+                    let (_, stats, _) = tool(&["dump", "stats", &dump.to_string_lossy()]);
+                    assert!(
+                        stats.contains(&format!("\nsubagents: {want}\n")),
+                        "{what}: {want} subagent(s):\n{stats}"
+                    );
                 }
             }
             for f in judge(&what, std::slice::from_ref(&dump)) {

@@ -14,6 +14,7 @@ use serde_json::Value;
 use super::reader::Record;
 use super::record::Direction;
 use crate::chain::{Chain, Route};
+use crate::subagents::ids::synthesized_spawn_id;
 use crate::subagents::presets::Preset;
 
 /// Open requests remembered per connection side; past this the oldest are forgotten.
@@ -692,6 +693,15 @@ impl Tracker {
                     .or_else(|| self.spawn_above(ctx, &spawn))
                 {
                     Some(n) => Some(n),
+                    // In a child's own session, a reference to a spawn not seen is to the
+                    // child's own (standard subagents that still carry the legacy parent id).
+                    None if ctx.is_some() => {
+                        if let Some(c) = ctx {
+                            let parent = self.nodes[c].parent_session.clone();
+                            self.spawns.insert((parent, spawn), c);
+                        }
+                        ctx
+                    }
                     None => {
                         let n = self.new_node(rec, &sid, ctx, preset);
                         if let Some(n) = n {
@@ -740,6 +750,9 @@ impl Tracker {
                             self.nodes[n].child = Some(child.clone());
                             self.sessions.insert(child.clone(), n);
                             self.spawns.insert(key, n);
+                            // The card the proxy makes for it in Zed mode has this id.
+                            self.spawns
+                                .insert((sid.clone(), synthesized_spawn_id(&child)), n);
                         }
                         n
                     }
@@ -1149,6 +1162,18 @@ mod tests {
             ("acp", "Survey", "idle (end_turn)")
         );
         assert_eq!(n.events, 1);
+        // The proxy's card for it (Zed mode) is the same subagent, under the proxy's ids.
+        let card = format!(
+            r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"P","update":{{"sessionUpdate":"tool_call","toolCallId":"{}","title":"Survey","_meta":{{"subagent_session_info":{{"session_id":"proxy-child","message_start_index":0}}}}}}}}}}"#,
+            synthesized_spawn_id("C")
+        );
+        let m = t.record(&rec(5, 5.5, Direction::ProxyToClient, &card));
+        assert_eq!((m[0].spawn_of, t.nodes.len()), (Some(0), 1));
+        let load = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"proxy-child","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}}}"#;
+        assert_eq!(
+            t.record(&rec(6, 6.0, Direction::ProxyToClient, load))[0].node,
+            Some(0)
+        );
     }
 
     #[test]
