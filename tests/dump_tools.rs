@@ -423,6 +423,8 @@ fn the_demo_session_with_child_loads_replays_exactly_and_reads_back() {
         "{view}"
     );
     assert!(!view.contains('\x1b'), "no colour when not on a terminal");
+    let (_, colored, _) = tool(&["dump", "view", &d, "--color", "always"]);
+    assert!(colored.contains("\x1b[35m"), "colour when asked for");
 
     // Filters: a method, a direction, a child's tool call, JSON records.
     let (_, only, _) = tool(&[
