@@ -90,6 +90,11 @@ pub struct DumpConfig {
     pub redact: bool,
     /// Frames the dump may have queued before it starts counting losses.
     pub queue_frames: usize,
+    /// Disk the dump may use, rotated files included (0: no limit).
+    #[serde(deserialize_with = "crate::dump::de_bytes")]
+    pub max_bytes: u64,
+    /// Files the dump is spread over: the current one and `max_files - 1` rotated ones.
+    pub max_files: u32,
 }
 
 impl Default for DumpConfig {
@@ -98,6 +103,8 @@ impl Default for DumpConfig {
             path: None,
             redact: true,
             queue_frames: 4096,
+            max_bytes: crate::dump::DEFAULT_MAX_BYTES,
+            max_files: crate::dump::DEFAULT_MAX_FILES,
         }
     }
 }
@@ -304,6 +311,9 @@ impl Config {
         if self.dump.queue_frames == 0 {
             return Err(bad("dump.queue_frames", "must be at least 1".into()));
         }
+        if !(1..=100).contains(&self.dump.max_files) {
+            return Err(bad("dump.max_files", "must be between 1 and 100".into()));
+        }
         let set = PresetSet::builtin()
             .with_user(&self.subagents.preset, "subagents.preset")
             .map_err(|e| ConfigError::Preset {
@@ -471,6 +481,8 @@ mod tests {
         assert_eq!(cfg.max_frame_bytes, def.max_frame_bytes);
         assert_eq!(cfg.dump.redact, def.dump.redact);
         assert_eq!(cfg.dump.queue_frames, def.dump.queue_frames);
+        assert_eq!(cfg.dump.max_bytes, def.dump.max_bytes);
+        assert_eq!(cfg.dump.max_files, def.dump.max_files);
         assert_eq!(cfg.shutdown.stdin_grace_ms, def.shutdown.stdin_grace_ms);
         assert_eq!(cfg.shutdown.term_grace_ms, def.shutdown.term_grace_ms);
     }

@@ -104,6 +104,10 @@ enum Command {
         #[command(subcommand)]
         command: StoreCommand,
     },
+    /// Read a traffic dump: view, stats, check, html.
+    Dump(acp_proxy::dump::cli::DumpArgs),
+    /// Feed a dump's inputs through the engine offline and print what the client gets.
+    Replay(acp_proxy::dump::cli::ReplayArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -217,6 +221,8 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             Duration::from_millis(stdin_grace_ms),
             Duration::from_millis(term_grace_ms),
         )),
+        Some(Command::Dump(args)) => acp_proxy::dump::cli::dump(args, cli.config.as_deref()),
+        Some(Command::Replay(args)) => acp_proxy::dump::cli::replay(args, cli.config.as_deref()),
         Some(Command::Store { command }) => {
             let source = ConfigSource::locate(cli.config.as_deref());
             let mut cfg = Config::load_from(&source)?;
@@ -407,7 +413,7 @@ fn run_proxy(cfg: Config, agent: Vec<String>, demo_agent: bool) -> anyhow::Resul
     let result = runtime.block_on(async move {
         let (dump, dump_task) = match &cfg.dump.path {
             Some(path) => {
-                let (d, t) = Dump::open(path, &agent, cfg.dump.redact, cfg.dump.queue_frames)?;
+                let (d, t) = Dump::open(path, &agent, &cfg)?;
                 (Some(d), Some(t))
             }
             None => (None, None),
