@@ -84,8 +84,9 @@ fn check_config_names_the_key_of_a_bad_preset() {
     let good = s.write("good.toml", MADEUP);
     let (code, out, err) = run(&s, &["check-config", &good]);
     assert_eq!(code, 0, "{err}");
+    // The effective settings print the user's preset back as written.
     assert!(
-        out.contains("madeup (config (subagents.preset[0]))"),
+        out.contains("[[subagents.preset]]") && out.contains("name = \"madeup\""),
         "{out}"
     );
 
