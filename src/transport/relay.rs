@@ -22,9 +22,9 @@ use crate::engine::prescan::AgentScan;
 use crate::engine::{Action, Engine};
 use crate::store::Store;
 use crate::transport::actions::{execute, Dest};
+use crate::transport::agent_process::{self, Agent, SpawnError};
 use crate::transport::agent_reader::{AgentOutput, Chunk};
 use crate::transport::chain_relay::{self, ChainParts};
-use crate::transport::child::{self, Agent, SpawnError};
 use crate::transport::framing::{line_body, lines, Frame, LineCodec};
 use crate::transport::outbox::Outbox;
 use crate::transport::pipe;
@@ -134,7 +134,7 @@ where
         }
     };
     let Agent {
-        mut child,
+        child: mut process,
         stdin,
         stdout,
         stderr,
@@ -244,16 +244,16 @@ where
                 Some(Ok(frame)) => agent_log.line(frame.bytes(), &dump),
                 _ => stderr_eof = true,
             },
-            status = child.wait(), if exit_status.is_none() => {
+            status = process.wait(), if exit_status.is_none() => {
                 let status = status?;
-                tracing::debug!(status = %child::describe_status(&status), "agent process exited");
+                tracing::debug!(status = %agent_process::describe_status(&status), "agent process exited");
                 exit_status = Some(status);
                 orphan_deadline = Some(Instant::now() + Duration::from_millis(opts.shutdown.term_grace_ms));
             }
             _ = sleep_until(orphan_deadline) => {
                 // The agent is gone but a process it left behind keeps its stdout open.
                 orphan_deadline = None;
-                child::reap_group(pgid, Duration::from_millis(opts.shutdown.term_grace_ms)).await;
+                agent_process::reap_group(pgid, Duration::from_millis(opts.shutdown.term_grace_ms)).await;
             }
             _ = sleep_until(engine.poll_timeout().map(|ms| clock + Duration::from_millis(ms))) => {
                 let now = clock.elapsed().as_millis() as u64;
@@ -265,7 +265,7 @@ where
             _ = sleep_until(escalation.map(|e| e.0)) => {
                 if let Some((_, sig)) = escalation {
                     tracing::debug!(sig, "agent still running after the client left: signalling its group");
-                    child::signal_group(pgid, sig);
+                    agent_process::signal_group(pgid, sig);
                     escalation = (sig == libc::SIGTERM).then(|| {
                         (Instant::now() + Duration::from_millis(opts.shutdown.term_grace_ms), libc::SIGKILL)
                     });
@@ -291,7 +291,8 @@ where
     drop(to_agent.take());
     let status = match exit_status {
         Some(s) => {
-            child::reap_group(pgid, Duration::from_millis(opts.shutdown.term_grace_ms)).await;
+            agent_process::reap_group(pgid, Duration::from_millis(opts.shutdown.term_grace_ms))
+                .await;
             s
         }
         None => {
@@ -301,8 +302,8 @@ where
                     .map(|(t, _)| t.saturating_duration_since(Instant::now()))
                     .unwrap_or_default(),
             };
-            child::stop(
-                &mut child,
+            agent_process::stop(
+                &mut process,
                 pgid,
                 grace,
                 Duration::from_millis(opts.shutdown.term_grace_ms),
@@ -316,7 +317,7 @@ where
 
     let code = match ending {
         Ending::Running => {
-            let what = child::describe_status(&status);
+            let what = agent_process::describe_status(&status);
             let tail: Vec<&str> = stderr_tail.iter().map(String::as_str).collect();
             let reason = if tail.is_empty() {
                 format!("{what} (the agent wrote nothing to stderr)")
