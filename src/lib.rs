@@ -4,12 +4,10 @@
 
 pub mod chain;
 pub mod config;
-pub mod demo;
-pub mod demo_agent;
+pub mod devtools;
 pub mod dump;
 pub mod engine;
 pub mod redact;
 pub mod store;
 pub mod subagents;
 pub mod transport;
-pub mod zed_view;

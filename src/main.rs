@@ -150,11 +150,11 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Some(Command::Demo { proxy_args }) => {
-            acp_proxy::demo::run(&proxy_args)?;
+            acp_proxy::devtools::demo::run(&proxy_args)?;
             Ok(0)
         }
         Some(Command::DemoAgent { script }) => {
-            acp_proxy::demo_agent::run(script.as_deref())?;
+            acp_proxy::devtools::demo_agent::run(script.as_deref())?;
             Ok(0)
         }
         Some(Command::Store { command }) => {

@@ -10,9 +10,9 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
+use acp_proxy::devtools::zed_view::{Entry, ToolCall, ZedModel};
 use acp_proxy::store::{Store, StoreConfig, StoreLocation, StoredChild};
 use acp_proxy::subagents::ids::child_session_id;
-use acp_proxy::zed_view::{Entry, ToolCall, ZedModel};
 use common::{Proxy, Scratch, BIN, FAST_SHUTDOWN};
 use serde_json::{json, Value};
 
