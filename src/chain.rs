@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use serde_json::value::RawValue;
 
-use crate::engine::envelope::{self, Kind, Parsed};
+use crate::wire::envelope::{self, Kind, Parsed};
 
 /// Which generation of the conductor protocol the chain speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -217,7 +217,7 @@ fn render(rec: &Record, redact: bool) -> serde_json::Value {
             serde_json::json!({"ts": ts, "dir": Direction::ProxyNote, "note": message})
         }
         Record::Frame { ts, dir, bytes } => {
-            let body = crate::transport::framing::line_body(bytes);
+            let body = crate::wire::line_body(bytes);
             let mut rec = serde_json::json!({"ts": ts, "dir": dir});
             let is_frame = *dir != Direction::AgentStderr;
             let Ok(text) = std::str::from_utf8(body) else {

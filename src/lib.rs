@@ -11,3 +11,4 @@ pub mod redact;
 pub mod store;
 pub mod subagents;
 pub mod transport;
+pub mod wire;

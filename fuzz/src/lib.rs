@@ -6,10 +6,11 @@
 //! Each function panics when an invariant breaks; the fuzzer reports the panic as a crash.
 
 use acp_proxy::config::Display;
-use acp_proxy::engine::envelope::{self, Kind, Parsed};
 use acp_proxy::engine::{Action, Engine, EngineConfig};
 use acp_proxy::subagents::ids;
-use acp_proxy::transport::framing::{line_body, Frame, LineCodec};
+use acp_proxy::transport::framing::{Frame, LineCodec};
+use acp_proxy::wire::envelope::{self, Kind, Parsed};
+use acp_proxy::wire::line_body;
 use bytes::{Bytes, BytesMut};
 use tokio_util::codec::Decoder;
 

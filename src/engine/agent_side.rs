@@ -9,17 +9,17 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use super::scan::{self, Found};
-use super::update_parts::{UpdateFrame, UpdateParts};
 use super::{
-    card_for, frames, synthesized_card_for, Action, Engine, LiveChildEvents, Millis, Mode,
-    NoteLevel,
+    card_for, synthesized_card_for, Action, Engine, LiveChildEvents, Millis, Mode, NoteLevel,
 };
 use crate::subagents::ids;
 use crate::subagents::model::{Child, ChildState};
 use crate::subagents::pair::{Pair, PairRef};
 use crate::subagents::persist::StoreOp;
 use crate::subagents::{transcript, zed};
+use crate::wire::keys::{self, Found};
+use crate::wire::update_view::{UpdateFrame, UpdateParts};
+use crate::wire::{self, write};
 
 /// A child's event on its way into the child thread.
 struct ChildEvent<'a> {
@@ -106,7 +106,7 @@ impl Engine {
     }
 
     /// A `session/update` taken apart: its session id and its update's fields and text.
-    /// `found` says which keys the frame's bytes hold (see [`super::scan::Signals`]).
+    /// `found` says which keys the frame's bytes hold (see [`keys::Signals`]).
     pub(super) fn agent_update_parts(
         &mut self,
         frame: Bytes,
@@ -123,7 +123,7 @@ impl Engine {
         let (kind, tool) = (fields.kind.clone(), fields.tool_call_id.clone());
         let (kind, tool) = (kind.as_ref(), tool.as_deref());
         let parse_update = || serde_json::from_str::<Value>(raw).ok();
-        let names_parent = found.has(scan::kind::PARENT);
+        let names_parent = found.has(keys::kind::PARENT);
 
         match kind {
             "subagent_update" | "subagent_spawned" | "subagent_state_update" => {
@@ -166,7 +166,7 @@ impl Engine {
             }
         }
         // Cheap exit for the common case: nothing here can be a spawn or a child event.
-        let may_spawn = kind == "tool_call" && found.has(scan::kind::SPAWN);
+        let may_spawn = kind == "tool_call" && found.has(keys::kind::SPAWN);
         if !names_parent && !may_spawn {
             out.push(Action::ToClient(frame));
             if let (Some(t), "tool_call") = (tool, kind) {
@@ -435,10 +435,10 @@ impl Engine {
         // `found` covers the whole frame: a key it lacks is not in the update either.
         let simple = self.mode == Some(Mode::Zed)
             && self.cfg.live_child_events == LiveChildEvents::Hide
-            && !(head.kind == "tool_call" && found.has(scan::kind::SPAWN))
+            && !(head.kind == "tool_call" && found.has(keys::kind::SPAWN))
             && tool.is_none_or(|t| self.reg.by_spawn(root, t).is_none())
-            && !(found.has(scan::kind::SUBAGENT)
-                && scan::has(&scan::SUBAGENT_INFO, raw.as_bytes()))
+            && !(found.has(keys::kind::SUBAGENT)
+                && keys::has(&keys::SUBAGENT_INFO, raw.as_bytes()))
             && !self.reg.get(cid).is_some_and(|c| c.degraded);
         if !simple {
             let value = serde_json::from_str::<Value>(raw).ok();
@@ -998,9 +998,7 @@ impl Engine {
             tool_call_id: Option<Cow<'a, str>>,
         }
         let body = frame.clone();
-        let Ok(req) =
-            serde_json::from_slice::<Request<'_>>(crate::transport::framing::line_body(&body))
-        else {
+        let Ok(req) = serde_json::from_slice::<Request<'_>>(wire::line_body(&body)) else {
             out.push(Action::ToClient(frame));
             return;
         };
@@ -1025,7 +1023,7 @@ impl Engine {
             .map(str::to_owned)
             .or_else(|| {
                 let raw = tool_raw
-                    .filter(|t| self.detector.scan(t.as_bytes()).has(scan::kind::PARENT))?;
+                    .filter(|t| self.detector.scan(t.as_bytes()).has(keys::kind::PARENT))?;
                 let tool_call = serde_json::from_str::<Value>(raw).ok()?;
                 let parent = self.detector.parent_ref(&tool_call)?;
                 self.reg.by_spawn(&sid, parent).map(str::to_owned)
@@ -1033,18 +1031,11 @@ impl Engine {
         match owner {
             Some(cid) => {
                 let target = self.visible_session(&cid);
-                let rewritten = (target != sid)
-                    .then(|| {
-                        serde_json::from_slice::<Value>(crate::transport::framing::line_body(
-                            &frame,
-                        ))
-                        .ok()
-                    })
-                    .flatten();
+                let rewritten = (target != sid).then(|| wire::parse_value(&frame)).flatten();
                 match rewritten {
                     Some(mut msg) => {
                         msg["params"]["sessionId"] = json!(target);
-                        out.push(Action::ToClient(frames::line(&msg)));
+                        out.push(Action::ToClient(write::line(&msg)));
                     }
                     None => out.push(Action::ToClient(frame)),
                 }

@@ -6,11 +6,12 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use super::{frames, Action, ChildCancel, Engine, Millis, NoteLevel};
+use super::{Action, ChildCancel, Engine, Millis, NoteLevel};
 use crate::subagents::ids;
 use crate::subagents::model::{Child, ChildState, Registry};
 use crate::subagents::persist::StoredChild;
 use crate::subagents::zed;
+use crate::wire::{self, write};
 
 /// Whether a session id the client sent names a child (known, or shaped like ours).
 pub(super) fn is_child_id(reg: &Registry, sid: &str) -> bool {
@@ -37,7 +38,7 @@ impl Engine {
                 });
                 return;
             }
-            out.push(Action::ToClient(frames::error(
+            out.push(Action::ToClient(write::error(
                 id,
                 -32002,
                 &format!("acp-proxy: no subagent session `{sid}` is known (it may have been pruned from the store)"),
@@ -52,21 +53,21 @@ impl Engine {
                     }
                     child.loaded = true;
                 }
-                out.push(Action::ToClient(frames::result(id, &json!({}))));
+                out.push(Action::ToClient(write::result(id, &json!({}))));
             }
             "session/resume" => {
                 if let Some(child) = self.reg.get_mut(sid) {
                     child.loaded = true;
                 }
-                out.push(Action::ToClient(frames::result(id, &json!({}))));
+                out.push(Action::ToClient(write::result(id, &json!({}))));
             }
             "session/close" => {
                 if let Some(child) = self.reg.get_mut(sid) {
                     child.loaded = false;
                 }
-                out.push(Action::ToClient(frames::result(id, &json!({}))));
+                out.push(Action::ToClient(write::result(id, &json!({}))));
             }
-            other => out.push(Action::ToClient(frames::error(
+            other => out.push(Action::ToClient(write::error(
                 id,
                 -32602,
                 &format!(
@@ -119,7 +120,7 @@ impl Engine {
         };
         match target {
             Some(session) => {
-                out.push(Action::ToAgent(frames::notification("session/cancel", &json!({"sessionId": session}))));
+                out.push(Action::ToAgent(write::notification("session/cancel", &json!({"sessionId": session}))));
             }
             None => self.note(
                 out,
@@ -132,8 +133,7 @@ impl Engine {
 
 /// Remove child sessions from a `session/list` result (they are not top-level threads).
 pub(super) fn filter_session_list(reg: &Registry, frame: Bytes) -> Bytes {
-    let Ok(mut msg) = serde_json::from_slice::<Value>(crate::transport::framing::line_body(&frame))
-    else {
+    let Some(mut msg) = wire::parse_value(&frame) else {
         return frame;
     };
     let Some(sessions) = msg
@@ -151,7 +151,7 @@ pub(super) fn filter_session_list(reg: &Registry, frame: Bytes) -> Bytes {
     if sessions.len() == before {
         frame
     } else {
-        frames::line(&msg)
+        write::line(&msg)
     }
 }
 

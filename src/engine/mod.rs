@@ -6,17 +6,11 @@
 //!
 //! Routing is split by concern: [`agent_side`] handles what the agent sends (updates,
 //! requests to the client), [`client_side`] what the client sends about child sessions, and
-//! [`frames`] builds the few JSON-RPC lines the proxy writes itself.
+//! [`crate::wire::write`] builds the few JSON-RPC lines the proxy writes itself.
 
 mod agent_side;
 mod client_side;
-pub mod envelope;
-pub mod frames;
-mod json_walk;
 pub mod pending;
-pub mod prescan;
-pub mod scan;
-pub mod update_parts;
 
 use hashbrown::HashSet;
 use std::borrow::Cow;
@@ -34,7 +28,11 @@ use crate::subagents::model::{Child, Registry};
 use crate::subagents::persist::{StoreOp, StoredChild};
 use crate::subagents::presets::{self, Preset};
 use crate::subagents::{transcript, zed};
-use envelope::{Kind, Parsed};
+use crate::wire::envelope::{self, Kind, Parsed};
+use crate::wire::keys;
+use crate::wire::read_ahead::{AgentScan, Pre, Scanner};
+use crate::wire::update_view::UpdateFrame;
+use crate::wire::{self, write};
 use pending::PendingRequests;
 
 /// Milliseconds on a monotonic clock chosen by the shell.
@@ -341,7 +339,7 @@ impl Engine {
                     if method == "session/load" {
                         if let Some(sid) = &session {
                             if !self.agent_loads {
-                                out.push(Action::ToClient(frames::error(
+                                out.push(Action::ToClient(write::error(
                                     &id,
                                     -32601,
                                     "acp-proxy: the agent does not support session/load, so this session cannot be reopened",
@@ -376,22 +374,22 @@ impl Engine {
     }
 
     /// What reads agent frames ahead for this engine (its presets' byte tests).
-    pub fn scanner(&self) -> prescan::Scanner {
-        prescan::Scanner::new(self.detector.clone())
+    pub fn scanner(&self) -> Scanner {
+        Scanner::new(self.detector.signals().clone())
     }
 
-    /// [`Engine::from_agent`] for a frame a [`prescan::Scanner`] may have read already (on
+    /// [`Engine::from_agent`] for a frame a [`Scanner`] may have read already (on
     /// another thread): the same decisions, without searching and parsing the frame again.
     pub fn from_agent_scanned(
         &mut self,
         frame: Bytes,
-        scan: Option<prescan::AgentScan>,
+        scan: Option<AgentScan>,
         now: Millis,
         out: &mut Vec<Action>,
     ) {
         let (found, pre) = match scan {
             Some(s) => (Some(s.found), s.update),
-            None => (None, prescan::Pre::NotTried),
+            None => (None, Pre::NotTried),
         };
         let found = if self.models_subagents() {
             // Every key the decisions below test for, found in one pass over the frame.
@@ -399,13 +397,13 @@ impl Engine {
         } else {
             // Without subagents only responses to the client's requests matter (they are
             // answered by the proxy if the agent dies, and `initialize` is read).
-            if self.client_requests.is_empty() || !scan::has(&scan::ID_KEY, &frame) {
+            if self.client_requests.is_empty() || !keys::has(&keys::ID_KEY, &frame) {
                 out.push(Action::ToClient(frame));
                 return;
             }
-            scan::Found::new(scan::kind::ID)
+            keys::Found::new(keys::kind::ID)
         };
-        let has_id = found.has(scan::kind::ID);
+        let has_id = found.has(keys::kind::ID);
         if !has_id && self.passes_untouched(&frame, found) {
             out.push(Action::ToClient(frame));
             return;
@@ -414,19 +412,17 @@ impl Engine {
         // itself can still be moved on untouched.
         let body = frame.clone();
         let maybe_update = match pre {
-            prescan::Pre::NotTried => scan::has(&scan::SESSION_UPDATE, &body),
-            prescan::Pre::Refused => false,
-            prescan::Pre::Parsed(_) => true,
+            Pre::NotTried => keys::has(&keys::SESSION_UPDATE, &body),
+            Pre::Refused => false,
+            Pre::Parsed(_) => true,
         };
         if self.models_subagents() && !has_id && maybe_update {
             // A notification that is most likely a session/update: take it apart in one pass
             // (or take the parts the scanner found).
-            let text = std::str::from_utf8(crate::transport::framing::line_body(&body)).ok();
+            let text = std::str::from_utf8(wire::line_body(&body)).ok();
             let parsed = text.and_then(|text| match &pre {
-                prescan::Pre::Parsed(spans) => spans
-                    .view(text)
-                    .or_else(|| update_parts::UpdateFrame::parse(text)),
-                _ => update_parts::UpdateFrame::parse(text),
+                Pre::Parsed(spans) => spans.view(text).or_else(|| UpdateFrame::parse(text)),
+                _ => UpdateFrame::parse(text),
             });
             if let Some(f) = parsed {
                 self.agent_update_parts(frame, &f.session_id, f.update, found, now, out);
@@ -462,7 +458,7 @@ impl Engine {
             Kind::Request
                 if self.models_subagents()
                     && self.reg.is_empty()
-                    && !found.has(scan::kind::PARENT) =>
+                    && !found.has(keys::kind::PARENT) =>
             {
                 out.push(Action::ToClient(frame));
             }
@@ -480,8 +476,8 @@ impl Engine {
     /// only err towards the slow path: inside JSON strings quotes are escaped, so these keys
     /// cannot hide, while look-alikes in text merely cost a parse. The caller has already
     /// checked that the frame has no `"id"` key.
-    fn passes_untouched(&self, frame: &[u8], found: scan::Found) -> bool {
-        use scan::kind;
+    fn passes_untouched(&self, frame: &[u8], found: keys::Found) -> bool {
+        use keys::kind;
         match self.mode {
             None | Some(Mode::Off) | Some(Mode::Acp) => true,
             Some(Mode::Zed | Mode::Transcript) => {
@@ -518,7 +514,7 @@ impl Engine {
             out.push(Action::ToClient(held.frame));
         }
         for req in self.client_requests.drain_in_order() {
-            let line = frames::error(
+            let line = write::error(
                 &req.id,
                 -32603,
                 &format!(
@@ -635,9 +631,7 @@ impl Engine {
     }
 
     fn client_initialize(&mut self, frame: Bytes, out: &mut Vec<Action>) {
-        let Ok(mut msg) =
-            serde_json::from_slice::<Value>(crate::transport::framing::line_body(&frame))
-        else {
+        let Some(mut msg) = wire::parse_value(&frame) else {
             out.push(Action::ToAgent(frame));
             return;
         };
@@ -700,7 +694,7 @@ impl Engine {
             }
         }
         out.push(Action::ToAgent(if changed {
-            frames::line(&msg)
+            write::line(&msg)
         } else {
             frame
         }));
@@ -734,9 +728,7 @@ impl Engine {
     }
 
     fn agent_initialized(&mut self, frame: Bytes, out: &mut Vec<Action>) {
-        let Ok(mut msg) =
-            serde_json::from_slice::<Value>(crate::transport::framing::line_body(&frame))
-        else {
+        let Some(mut msg) = wire::parse_value(&frame) else {
             out.push(Action::ToClient(frame));
             return;
         };
@@ -760,7 +752,7 @@ impl Engine {
             // agent cannot.
             caps.insert("loadSession".into(), Value::Bool(true));
         }
-        out.push(Action::ToClient(frames::line(&msg)));
+        out.push(Action::ToClient(write::line(&msg)));
     }
 
     fn begin_replay(&mut self, session: &str, out: &mut Vec<Action>) {

@@ -373,13 +373,13 @@ impl Registry {
             return false;
         }
         let key_len = b"\"toolCallId\"".len();
-        let finder = &crate::engine::scan::TOOL_CALL_ID_KEY;
+        let finder = &crate::wire::keys::TOOL_CALL_ID_KEY;
         let mut rest = raw;
         while let Some(pos) = finder.find(rest) {
             rest = &rest[pos + key_len..];
             // A value is short: look at a bounded window, not the rest of the frame.
             let window = &rest[..rest.len().min(512)];
-            match super::detect::string_after_key_bytes(window).map(std::str::from_utf8) {
+            match crate::wire::keys::string_after_key_bytes(window).map(std::str::from_utf8) {
                 Some(Ok(v)) => {
                     if self.tool_ids.contains(v) {
                         return true;

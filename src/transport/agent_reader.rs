@@ -16,9 +16,10 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::codec::{Decoder, FramedRead};
 
-use crate::engine::prescan::{AgentScan, Scanner};
-use crate::transport::framing::{lines, Frame, LineCodec};
+use crate::transport::framing::{Frame, LineCodec};
 use crate::transport::pipe::{read_uninit, OwnedPipe};
+use crate::wire::lines;
+use crate::wire::read_ahead::{AgentScan, Scanner};
 
 /// Chunks in flight between the reader thread and the relay: one, so the thread reads ahead
 /// by at most one read while the relay works (and nothing while the client's queue is full:

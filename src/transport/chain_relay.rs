@@ -17,9 +17,10 @@ use crate::dump::{Direction, Dump};
 use crate::engine::{Action, Engine};
 use crate::store::Store;
 use crate::transport::actions::{execute, Dest};
-use crate::transport::framing::{lines, Frame, LineCodec};
+use crate::transport::framing::{Frame, LineCodec};
 use crate::transport::outbox::Outbox;
 use crate::transport::relay::sleep_until;
+use crate::wire::lines;
 
 /// Everything the chain loop needs from the standalone relay's start.
 pub struct ChainParts<R> {

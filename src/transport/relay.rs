@@ -18,16 +18,17 @@ use tokio_util::codec::FramedRead;
 
 use crate::config::ShutdownConfig;
 use crate::dump::{Direction, Dump};
-use crate::engine::prescan::AgentScan;
 use crate::engine::{Action, Engine};
 use crate::store::Store;
 use crate::transport::actions::{execute, Dest};
 use crate::transport::agent_process::{self, Agent, SpawnError};
 use crate::transport::agent_reader::{AgentOutput, Chunk};
 use crate::transport::chain_relay::{self, ChainParts};
-use crate::transport::framing::{line_body, lines, Frame, LineCodec};
+use crate::transport::framing::{Frame, LineCodec};
 use crate::transport::outbox::Outbox;
 use crate::transport::pipe;
+use crate::wire::read_ahead::AgentScan;
+use crate::wire::{line_body, lines};
 
 /// Queue size per direction before the opposite side stops being read.
 const HIGH_WATER: usize = 4 * 1024 * 1024;
@@ -591,14 +592,14 @@ fn answer_first_request(
     dump: &Option<Dump>,
     err: &SpawnError,
 ) -> bool {
-    use crate::engine::envelope::{parse, Kind, Parsed};
+    use crate::wire::envelope::{parse, Kind, Parsed};
     let Parsed::Message(env) = parse(bytes) else {
         return false;
     };
     let (Kind::Request, Some(id)) = (env.kind(), env.id) else {
         return false;
     };
-    let line = crate::engine::frames::error(
+    let line = crate::wire::write::error(
         id,
         -32603,
         &format!("acp-proxy could not start the agent: {err}"),

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::transport::framing::line_body;
+use super::line_body;
 
 /// The top-level shape of a JSON-RPC message, borrowed from the frame's bytes.
 #[derive(Debug, Deserialize)]

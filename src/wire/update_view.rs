@@ -2,14 +2,14 @@
 //! fields of the update the router reads, its `_meta`, and the exact JSON text of the update
 //! (what a child's transcript records and replays).
 //!
-//! The walk validates every value as serde_json would while skipping it (`engine::json_walk`),
+//! The walk validates every value as serde_json would while skipping it (`wire::skip`),
 //! decodes only the few small strings the router needs, and takes the update's text as the
 //! span from its `{` to its `}`. Anything unusual (escaped keys in the update, a missing or
 //! duplicated field, invalid JSON anywhere) gives `None`, and the caller takes the general path.
 
 use std::borrow::Cow;
 
-use super::json_walk::{literal_end, skip_ws, string_end, value_end};
+use super::skip::{literal_end, skip_ws, string_end, value_end};
 
 /// The fields of an update the router reads, with the update's text, borrowed from the frame.
 #[derive(Debug)]

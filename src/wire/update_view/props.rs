@@ -7,7 +7,7 @@ use serde::de::IgnoredAny;
 use serde_json::Value;
 
 use super::{oracle, UpdateFrame};
-use crate::engine::json_walk::tests::{json_value, tricky_char};
+use crate::wire::skip::tests::{json_value, tricky_char};
 
 /// A JSON document as it will be written: object members in order, keys possibly repeated.
 #[derive(Debug, Clone)]

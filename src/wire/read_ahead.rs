@@ -6,21 +6,20 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use super::scan::{self, Found};
-use super::update_parts::{UpdateFrame, UpdateParts};
-use crate::subagents::detect::Detector;
-use crate::transport::framing::line_body;
+use super::keys::{self, Found, Signals};
+use super::line_body;
+use super::update_view::{UpdateFrame, UpdateParts};
 
 /// What [`Scanner::scan`] found in one frame.
 #[derive(Debug, Clone)]
 pub struct AgentScan {
-    pub(super) found: Found,
-    pub(super) update: Pre,
+    pub(crate) found: Found,
+    pub(crate) update: Pre,
 }
 
 /// The frame's `session/update`, if the scanner took it apart.
 #[derive(Debug, Clone)]
-pub(super) enum Pre {
+pub(crate) enum Pre {
     /// Not tried: the engine decides (most frames pass without it).
     NotTried,
     /// Not a plain `session/update` (the general path reads it).
@@ -30,29 +29,29 @@ pub(super) enum Pre {
 
 /// Frames with one of these keys are taken apart ahead: the engine reads every one of them.
 /// (Updates of tool calls are read only when they name a known id: left to the engine.)
-const READ_AHEAD: u16 = scan::kind::NEW_TOOL_CALL
-    | scan::kind::PARENT
-    | scan::kind::SUBAGENT
-    | scan::kind::SESSION_MESSAGE
-    | scan::kind::SPAWN;
+const READ_AHEAD: u16 = keys::kind::NEW_TOOL_CALL
+    | keys::kind::PARENT
+    | keys::kind::SUBAGENT
+    | keys::kind::SESSION_MESSAGE
+    | keys::kind::SPAWN;
 
-/// Scans agent frames for an engine with the same presets; cheap to clone, `Send`.
+/// Scans agent frames for the keys an engine's presets test for; cheap to clone, `Send`.
 #[derive(Debug, Clone)]
 pub struct Scanner {
-    detector: Detector,
+    signals: Signals,
 }
 
 impl Scanner {
-    pub(super) fn new(detector: Detector) -> Scanner {
-        Scanner { detector }
+    pub fn new(signals: Signals) -> Scanner {
+        Scanner { signals }
     }
 
     /// `frame` is one line, terminator included.
     pub fn scan(&self, frame: &[u8]) -> AgentScan {
-        let found = self.detector.scan(frame);
-        let read_ahead = !found.has(scan::kind::ID)
+        let found = self.signals.scan(frame);
+        let read_ahead = !found.has(keys::kind::ID)
             && found.has(READ_AHEAD)
-            && scan::has(&scan::SESSION_UPDATE, frame);
+            && keys::has(&keys::SESSION_UPDATE, frame);
         let update = if read_ahead {
             let parsed = std::str::from_utf8(line_body(frame))
                 .ok()
@@ -99,7 +98,7 @@ fn span(part: &str, base: &str) -> Range<usize> {
 
 /// An [`UpdateFrame`] as offsets into the frame's text, to cross threads without a copy.
 #[derive(Debug, Clone)]
-pub(super) struct UpdateSpans {
+pub(crate) struct UpdateSpans {
     session_id: Text,
     raw: Range<usize>,
     kind: Text,
@@ -125,7 +124,7 @@ impl UpdateSpans {
 
     /// The frame again, borrowed from `base` (the same text it was taken from); `None` if the
     /// offsets do not fit it.
-    pub(super) fn view<'a>(&'a self, base: &'a str) -> Option<UpdateFrame<'a>> {
+    pub(crate) fn view<'a>(&'a self, base: &'a str) -> Option<UpdateFrame<'a>> {
         let opt = |t: &'a Option<Text>| match t {
             Some(t) => t.view(base).map(Some),
             None => Some(None),

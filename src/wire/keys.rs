@@ -158,6 +158,22 @@ impl Signals {
     }
 }
 
+/// The string after `"key"`: `: "value"`, for a value without escapes.
+pub fn string_after_key(rest: &str) -> Option<&str> {
+    let value = string_after_key_bytes(rest.as_bytes())?;
+    // The value lies between two quotes, so it starts and ends on character boundaries.
+    std::str::from_utf8(value).ok()
+}
+
+/// [`string_after_key`] over raw bytes: the value's bytes, without escapes.
+pub fn string_after_key_bytes(rest: &[u8]) -> Option<&[u8]> {
+    let rest = rest.trim_ascii_start().strip_prefix(b":")?;
+    let rest = rest.trim_ascii_start().strip_prefix(b"\"")?;
+    let end = memchr::memchr(b'"', rest)?;
+    let value = &rest[..end];
+    memchr::memchr(b'\\', value).is_none().then_some(value)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
