@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::engine::{ChildCancel, EngineConfig, Limits, LiveChildEvents};
+use crate::engine::{EngineConfig, Limits, SubagentDisplay, ZedOptions};
 use crate::subagents::presets;
 
 /// Default maximum size of one frame held in memory (64 MiB).
@@ -27,34 +27,20 @@ pub enum ConfigError {
     },
 }
 
-/// How subagents are shown to the client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Display {
-    /// `acp` if the client advertised subagents, else `zed` if the client is Zed, else
-    /// `transcript`.
-    #[default]
-    Auto,
-    Zed,
-    Acp,
-    Transcript,
-    Off,
-}
-
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// How subagents are shown to the client.
-    pub display: Display,
+    pub display: SubagentDisplay,
     /// Lines longer than this are relayed in pieces without being parsed.
     pub max_frame_bytes: usize,
     /// Log filter for stderr (`error`, `warn`, `info`, `debug`, `trace`, or a tracing filter).
     pub log_level: String,
     pub dump: DumpConfig,
     pub shutdown: ShutdownConfig,
-    pub zed: ZedConfig,
+    pub zed: ZedOptions,
     pub subagents: SubagentsConfig,
-    pub limits: LimitsConfig,
+    pub limits: Limits,
     /// Durable child transcripts (`[store]`).
     pub store: crate::store::StoreConfig,
 }
@@ -62,14 +48,14 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            display: Display::Auto,
+            display: SubagentDisplay::Auto,
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             log_level: "info".to_owned(),
             dump: DumpConfig::default(),
             shutdown: ShutdownConfig::default(),
-            zed: ZedConfig::default(),
+            zed: ZedOptions::default(),
             subagents: SubagentsConfig::default(),
-            limits: LimitsConfig::default(),
+            limits: Limits::default(),
             store: crate::store::StoreConfig::default(),
         }
     }
@@ -114,63 +100,6 @@ impl Default for ShutdownConfig {
     }
 }
 
-/// `[zed]`: how subagents are shown to Zed.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ZedConfig {
-    /// Add `clientCapabilities.subagents` and the child-transcript flag to the `initialize`
-    /// sent to the agent, so it reports subagents exactly.
-    pub opt_in: bool,
-    /// `hide`: child events appear only in the child thread; `flat`: also live in the parent.
-    pub live_child_events: LiveChildEvents,
-    /// Show the child's latest activity in the spawn card's title while it runs.
-    pub live_progress: bool,
-    /// Stop on a child the agent cannot cancel alone: `parent` cancels the parent's turn,
-    /// `ignore` does nothing.
-    pub child_cancel: ChildCancel,
-    /// How long a permission request that may belong to a child waits for attribution.
-    pub permission_hold_ms: u64,
-    /// Permission requests held at once; further ones go out unattributed.
-    pub max_held_permissions: usize,
-}
-
-impl Default for ZedConfig {
-    fn default() -> Self {
-        let e = EngineConfig::default();
-        ZedConfig {
-            opt_in: e.opt_in,
-            live_child_events: e.live_child_events,
-            live_progress: e.live_progress,
-            child_cancel: e.child_cancel,
-            permission_hold_ms: e.permission_hold_ms,
-            max_held_permissions: e.max_held_permissions,
-        }
-    }
-}
-
-/// `[limits]`: bounds against runaway agents. Past a limit the proxy stops modelling that
-/// subagent and relays its frames unchanged (and says so); no frame is ever dropped.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct LimitsConfig {
-    pub max_subagents_per_session: usize,
-    pub max_depth: usize,
-    pub max_transcript_bytes: usize,
-    pub max_finished_in_memory: usize,
-}
-
-impl Default for LimitsConfig {
-    fn default() -> Self {
-        let l = Limits::default();
-        LimitsConfig {
-            max_subagents_per_session: l.max_subagents_per_session,
-            max_depth: l.max_depth,
-            max_transcript_bytes: l.max_transcript_bytes,
-            max_finished_in_memory: l.max_finished_in_memory,
-        }
-    }
-}
-
 /// `[subagents]`: which agents' subagent signatures are recognised.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -191,24 +120,14 @@ impl Config {
     pub fn engine_config(&self) -> EngineConfig {
         EngineConfig {
             display: self.display,
-            opt_in: self.zed.opt_in,
-            live_child_events: self.zed.live_child_events,
-            live_progress: self.zed.live_progress,
-            child_cancel: self.zed.child_cancel,
-            permission_hold_ms: self.zed.permission_hold_ms,
-            max_held_permissions: self.zed.max_held_permissions,
+            zed: self.zed.clone(),
             presets: self
                 .subagents
                 .presets
                 .iter()
                 .filter_map(|n| presets::by_name(n))
                 .collect(),
-            limits: Limits {
-                max_subagents_per_session: self.limits.max_subagents_per_session,
-                max_depth: self.limits.max_depth,
-                max_transcript_bytes: self.limits.max_transcript_bytes,
-                max_finished_in_memory: self.limits.max_finished_in_memory,
-            },
+            limits: self.limits,
         }
     }
 
@@ -324,6 +243,8 @@ mod tests {
         assert_eq!(cfg.dump.queue_frames, def.dump.queue_frames);
         assert_eq!(cfg.shutdown.stdin_grace_ms, def.shutdown.stdin_grace_ms);
         assert_eq!(cfg.shutdown.term_grace_ms, def.shutdown.term_grace_ms);
+        assert_eq!(cfg.zed, def.zed);
+        assert_eq!(cfg.limits, def.limits);
     }
 
     #[test]

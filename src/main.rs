@@ -319,7 +319,7 @@ fn run_proxy(cfg: Config, agent: Vec<String>) -> anyhow::Result<i32> {
     keep_read_buffers_mapped();
     // A pure relay keeps nothing; otherwise child transcripts go to the durable store, or
     // to memory (with a warning) if it cannot be used.
-    let store = (cfg.display != acp_proxy::config::Display::Off).then(|| {
+    let store = (cfg.display != acp_proxy::engine::SubagentDisplay::Off).then(|| {
         let (store, warning) = Store::open_or_memory(&cfg.store);
         if let Some(w) = warning {
             tracing::warn!("{w}");

@@ -686,7 +686,7 @@ fn check(run: &mut Run) -> Result<(), TestCaseError> {
 
 fn new_run() -> Run {
     let mut h = Harness::new(EngineConfig {
-        display: acp_proxy::config::Display::Zed,
+        display: acp_proxy::engine::SubagentDisplay::Zed,
         ..EngineConfig::default()
     });
     let id = h.request(

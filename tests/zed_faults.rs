@@ -15,7 +15,7 @@ const S: &str = "sess-1";
 
 fn zed_cfg() -> EngineConfig {
     EngineConfig {
-        display: acp_proxy::config::Display::Zed,
+        display: acp_proxy::engine::SubagentDisplay::Zed,
         ..EngineConfig::default()
     }
 }

@@ -12,7 +12,7 @@ const S: &str = "s";
 
 fn harness(limits: Limits) -> Harness {
     let mut h = Harness::new(EngineConfig {
-        display: acp_proxy::config::Display::Zed,
+        display: acp_proxy::engine::SubagentDisplay::Zed,
         limits,
         ..EngineConfig::default()
     });

@@ -12,7 +12,7 @@ const S: &str = "sess-1";
 
 fn zed_cfg() -> EngineConfig {
     EngineConfig {
-        display: acp_proxy::config::Display::Zed,
+        display: acp_proxy::engine::SubagentDisplay::Zed,
         ..EngineConfig::default()
     }
 }
@@ -166,7 +166,10 @@ fn live_progress_shows_in_the_card_title_while_running() {
     );
 
     let mut quiet = Harness::new(EngineConfig {
-        live_progress: false,
+        zed: acp_proxy::engine::ZedOptions {
+            live_progress: false,
+            ..Default::default()
+        },
         ..zed_cfg()
     });
     start(&mut quiet, true);
@@ -282,7 +285,10 @@ fn stop_on_a_child_cancels_the_parent_turn_and_shows_cancelled_after_confirmatio
 
     // child_cancel = "ignore": nothing goes to the agent.
     let mut h = Harness::new(EngineConfig {
-        child_cancel: acp_proxy::engine::ChildCancel::Ignore,
+        zed: acp_proxy::engine::ZedOptions {
+            child_cancel: acp_proxy::engine::ChildCancel::Ignore,
+            ..Default::default()
+        },
         ..zed_cfg()
     });
     start(&mut h, true);
@@ -519,7 +525,10 @@ fn session_list_hides_child_sessions() {
 #[test]
 fn flat_mode_keeps_a_live_copy_in_the_parent() {
     let mut h = Harness::new(EngineConfig {
-        live_child_events: acp_proxy::engine::LiveChildEvents::Flat,
+        zed: acp_proxy::engine::ZedOptions {
+            live_child_events: acp_proxy::engine::LiveChildEvents::Flat,
+            ..Default::default()
+        },
         ..zed_cfg()
     });
     start(&mut h, true);
@@ -586,7 +595,7 @@ fn other_clients_get_the_childs_work_folded_into_the_card() {
 #[test]
 fn display_off_is_a_pure_relay() {
     let mut h = Harness::new(EngineConfig {
-        display: acp_proxy::config::Display::Off,
+        display: acp_proxy::engine::SubagentDisplay::Off,
         ..EngineConfig::default()
     });
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientInfo": {"name": "zed"}}});

@@ -5,8 +5,7 @@
 //!
 //! Each function panics when an invariant breaks; the fuzzer reports the panic as a crash.
 
-use acp_proxy::config::Display;
-use acp_proxy::engine::{Action, Engine, EngineConfig};
+use acp_proxy::engine::{Action, Engine, EngineConfig, SubagentDisplay, ZedOptions};
 use acp_proxy::subagents::ids;
 use acp_proxy::transport::framing::{Frame, LineCodec};
 use acp_proxy::wire::envelope::{self, Kind, Parsed};
@@ -283,9 +282,12 @@ fn meta(parent: Option<&str>, tool_name: Option<&str>) -> String {
 pub fn engine(data: &[u8]) {
     let mut d = Driver {
         engine: Engine::new(EngineConfig {
-            display: Display::Zed,
-            permission_hold_ms: 100,
-            max_held_permissions: 4,
+            display: SubagentDisplay::Zed,
+            zed: ZedOptions {
+                permission_hold_ms: 100,
+                max_held_permissions: 4,
+                ..ZedOptions::default()
+            },
             ..EngineConfig::default()
         }),
         now: 0,

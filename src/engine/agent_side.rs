@@ -434,7 +434,7 @@ impl Engine {
         let tool = head.tool_call_id.as_deref();
         // `found` covers the whole frame: a key it lacks is not in the update either.
         let simple = self.mode == Some(Mode::Zed)
-            && self.cfg.live_child_events == LiveChildEvents::Hide
+            && self.cfg.zed.live_child_events == LiveChildEvents::Hide
             && !(head.kind == "tool_call" && found.has(keys::kind::SPAWN))
             && tool.is_none_or(|t| self.reg.by_spawn(root, t).is_none())
             && !(found.has(keys::kind::SUBAGENT)
@@ -492,7 +492,7 @@ impl Engine {
         let entries_before = child.entries.count();
         let standard = child.agent_child.is_some();
         // Cloned only on the less common paths below: most events need no parent id.
-        let flat_parent = (self.cfg.live_child_events == LiveChildEvents::Flat && !replay_skip)
+        let flat_parent = (self.cfg.zed.live_child_events == LiveChildEvents::Flat && !replay_skip)
             .then(|| child.parent.clone());
         if let (Some(t), "tool_call") = (tool.as_deref(), kind.as_ref()) {
             self.reg.set_tool_owner(root, t, cid);
@@ -531,7 +531,7 @@ impl Engine {
             if (new_step || tool_status || text_run_starts) && !replaying && !replay_skip {
                 card = Some(card_for(mode, child, None, None));
             }
-        } else if new_step && self.cfg.live_progress && !replaying && !replay_skip {
+        } else if new_step && self.cfg.zed.live_progress && !replaying && !replay_skip {
             child.steps += 1;
             child.activity = title.map(Cow::into_owned);
             child.progress_shown = true;
@@ -1053,13 +1053,13 @@ impl Engine {
                     && !parents
                     && !self.replaying.contains(&sid)
                     && self.reg.has_open_legacy_child(&sid)
-                    && self.held.len() < self.cfg.max_held_permissions;
+                    && self.held.len() < self.cfg.zed.max_held_permissions;
                 match (hold, tool) {
                     (true, Some(tool_call_id)) => self.held.push(super::HeldRequest {
                         session: sid,
                         tool_call_id,
                         frame,
-                        deadline: now + self.cfg.permission_hold_ms,
+                        deadline: now + self.cfg.zed.permission_hold_ms,
                     }),
                     _ => out.push(Action::ToClient(frame)),
                 }

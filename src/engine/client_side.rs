@@ -113,7 +113,7 @@ impl Engine {
         child.cancel_requested = true;
         let target = match (&child.agent_child, child.can_cancel) {
             (Some(agent_child), true) => Some(agent_child.clone()),
-            _ => match self.cfg.child_cancel {
+            _ => match self.cfg.zed.child_cancel {
                 ChildCancel::Parent => Some(child.top.clone()),
                 ChildCancel::Ignore => None,
             },

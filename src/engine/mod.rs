@@ -10,7 +10,10 @@
 
 mod agent_side;
 mod client_side;
+mod config;
 pub mod pending;
+
+pub use config::{ChildCancel, EngineConfig, Limits, LiveChildEvents, SubagentDisplay, ZedOptions};
 
 use hashbrown::HashSet;
 use std::borrow::Cow;
@@ -22,11 +25,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::config::Display;
 use crate::subagents::detect::Detector;
 use crate::subagents::model::{Child, Registry};
 use crate::subagents::persist::{StoreOp, StoredChild};
-use crate::subagents::presets::{self, Preset};
 use crate::subagents::{transcript, zed};
 use crate::wire::envelope::{self, Kind, Parsed};
 use crate::wire::keys;
@@ -67,78 +68,6 @@ pub struct Note {
 pub enum NoteLevel {
     Info,
     Warn,
-}
-
-/// Where child events may also appear live in the parent thread.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum LiveChildEvents {
-    #[default]
-    Hide,
-    Flat,
-}
-
-/// What a client's Stop on a child does when the agent cannot cancel that child alone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum ChildCancel {
-    #[default]
-    Parent,
-    Ignore,
-}
-
-/// Engine settings (from `proxy.toml`).
-#[derive(Debug, Clone)]
-pub struct EngineConfig {
-    pub display: Display,
-    /// Opt in to standard subagents and the child transcript on the client's behalf.
-    pub opt_in: bool,
-    pub live_child_events: LiveChildEvents,
-    pub live_progress: bool,
-    pub child_cancel: ChildCancel,
-    /// How long a permission request that may belong to a child waits for attribution.
-    pub permission_hold_ms: Millis,
-    pub max_held_permissions: usize,
-    pub presets: Vec<Preset>,
-    pub limits: Limits,
-}
-
-/// Bounds against runaway or hostile agents. Past a limit the proxy stops modelling that
-/// child and relays its frames unchanged; it never drops a frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    pub max_subagents_per_session: usize,
-    pub max_depth: usize,
-    pub max_transcript_bytes: usize,
-    /// Finished children kept in memory; older ones are served from the store.
-    pub max_finished_in_memory: usize,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            max_subagents_per_session: 1000,
-            max_depth: 8,
-            max_transcript_bytes: 16 * 1024 * 1024,
-            max_finished_in_memory: 16,
-        }
-    }
-}
-
-impl Default for EngineConfig {
-    fn default() -> Self {
-        EngineConfig {
-            display: Display::Auto,
-            opt_in: true,
-            live_child_events: LiveChildEvents::Hide,
-            live_progress: true,
-            child_cancel: ChildCancel::Parent,
-            permission_hold_ms: 500,
-            max_held_permissions: 64,
-            presets: presets::ALL.to_vec(),
-            limits: Limits::default(),
-        }
-    }
 }
 
 /// The output flavour in force once the client's `initialize` was seen.
@@ -267,7 +196,7 @@ fn session_of(params: Option<&RawValue>) -> Option<String> {
 impl Engine {
     pub fn new(cfg: EngineConfig) -> Self {
         let detector = Detector::new(cfg.presets.clone());
-        let mode = (cfg.display == Display::Off).then_some(Mode::Off);
+        let mode = (cfg.display == SubagentDisplay::Off).then_some(Mode::Off);
         Engine {
             cfg,
             mode,
@@ -570,7 +499,7 @@ impl Engine {
                 NoteLevel::Info,
                 format!(
                     "permission request for tool call {} could not be attributed within {} ms: shown in its session as sent",
-                    h.tool_call_id, self.cfg.permission_hold_ms
+                    h.tool_call_id, self.cfg.zed.permission_hold_ms
                 ),
             );
             self.route_agent_request(h.frame, now, false, out);
@@ -643,13 +572,13 @@ impl Engine {
             .unwrap_or("");
         let is_zed = client_name.to_ascii_lowercase().contains("zed");
         let mode = match self.cfg.display {
-            Display::Off => Mode::Off,
-            Display::Zed => Mode::Zed,
-            Display::Acp => Mode::Acp,
-            Display::Transcript => Mode::Transcript,
-            Display::Auto if advertises_subagents => Mode::Acp,
-            Display::Auto if is_zed => Mode::Zed,
-            Display::Auto => Mode::Transcript,
+            SubagentDisplay::Off => Mode::Off,
+            SubagentDisplay::Zed => Mode::Zed,
+            SubagentDisplay::Acp => Mode::Acp,
+            SubagentDisplay::Transcript => Mode::Transcript,
+            SubagentDisplay::Auto if advertises_subagents => Mode::Acp,
+            SubagentDisplay::Auto if is_zed => Mode::Zed,
+            SubagentDisplay::Auto => Mode::Transcript,
         };
         self.mode = Some(mode);
         self.note(
@@ -673,7 +602,7 @@ impl Engine {
                 changed = true;
             }
         }
-        if self.cfg.opt_in {
+        if self.cfg.zed.opt_in {
             if let Some(params) = msg.get_mut("params").and_then(Value::as_object_mut) {
                 let caps = params
                     .entry("clientCapabilities")

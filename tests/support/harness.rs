@@ -106,7 +106,7 @@ impl Harness {
 
     pub fn zed() -> Harness {
         Harness::new(EngineConfig {
-            display: acp_proxy::config::Display::Zed,
+            display: acp_proxy::engine::SubagentDisplay::Zed,
             ..EngineConfig::default()
         })
     }

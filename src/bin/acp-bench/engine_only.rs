@@ -3,8 +3,7 @@
 
 use std::time::Instant;
 
-use acp_proxy::config::Display;
-use acp_proxy::engine::{Action, Engine, EngineConfig};
+use acp_proxy::engine::{Action, Engine, EngineConfig, SubagentDisplay};
 use bytes::Bytes;
 
 use crate::gen::{self, Profile, SESSION_ID};
@@ -22,8 +21,8 @@ pub fn run(
     let stream = gen::ensure(dir, profile, seed, bytes)?;
     let data = Bytes::from(std::fs::read(&stream.path)?);
     let display = match display {
-        "zed" => Display::Zed,
-        "off" => Display::Off,
+        "zed" => SubagentDisplay::Zed,
+        "off" => SubagentDisplay::Off,
         other => anyhow::bail!("display must be zed or off, not {other}"),
     };
     let mut rates = Vec::new();
@@ -70,7 +69,7 @@ pub fn run(
     let median = rates[rates.len() / 2];
     println!(
         "engine alone, {} display, {:.1} MiB: {:.0} MB/s median of {} ({:.0}–{:.0}); {} frames to the client, {} store writes, {} other actions",
-        match display { Display::Zed => "zed", _ => "off" },
+        match display { SubagentDisplay::Zed => "zed", _ => "off" },
         data.len() as f64 / (1024.0 * 1024.0),
         median,
         rates.len(),
