@@ -261,7 +261,7 @@ fn bench_writer(
         agent: "bench-writer".to_owned(),
         cwd: None,
         title: None,
-        state: "running".to_owned(),
+        state: acp_proxy::store::ChildState::Running,
     });
     let mut stdout = std::io::stdout().lock();
     let mut n = 0;

@@ -350,7 +350,7 @@ fn child_thread_opens_after_the_proxy_restarts() {
         );
         assert_eq!(c.parent_session_id, S);
         assert_eq!(c.spawn_tool_call_id, SPAWN);
-        assert_eq!(c.state, "completed");
+        assert_eq!(c.state.as_str(), "completed");
         assert_eq!(c.entry_count as usize, live_entries.len());
     }
 
@@ -692,7 +692,7 @@ fn two_proxies_share_one_store() {
             let c = stored(&store, &cid).unwrap_or_else(|| panic!("{spawn} not stored"));
             assert_eq!(c.updates.len(), expected.len(), "{spawn}: update count");
             assert!(c.updates == *expected, "{spawn}: updates differ");
-            assert_eq!(c.state, "completed", "{spawn}");
+            assert_eq!(c.state.as_str(), "completed", "{spawn}");
         }
     }
 }
@@ -795,7 +795,7 @@ fn proxy_commits_queued_writes_before_it_exits() {
         let mut expected = vec![prompt_update(TASK_PROMPT)];
         expected.extend(child_events.iter().map(Value::to_string));
         assert_eq!(c.updates, expected, "{ending:?}");
-        assert_eq!(c.state, "completed", "{ending:?}");
+        assert_eq!(c.state.as_str(), "completed", "{ending:?}");
     }
 }
 
@@ -855,5 +855,5 @@ fn a_full_write_queue_slows_the_relay_and_loses_nothing() {
     let mut expected = vec![prompt_update(TASK_PROMPT)];
     expected.extend(child_events.iter().map(Value::to_string));
     assert_eq!(c.updates, expected);
-    assert_eq!(c.state, "completed");
+    assert_eq!(c.state.as_str(), "completed");
 }

@@ -156,7 +156,7 @@ fn spawn_completed_twice_keeps_one_result_and_the_first_final_state() {
         "the result is recorded once"
     );
     assert_eq!(
-        h.store.child(&child).expect("stored child").state,
+        h.store.child(&child).expect("stored child").state.as_str(),
         "completed"
     );
     assert_zed_clean(&h);
@@ -264,7 +264,7 @@ fn child_events_after_the_parent_session_closed_still_reach_the_child_thread() {
         "kept in the child's thread, which the client can still open"
     );
     assert_eq!(
-        h.store.child(&child).expect("stored child").state,
+        h.store.child(&child).expect("stored child").state.as_str(),
         "completed"
     );
 }

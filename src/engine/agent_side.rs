@@ -871,7 +871,7 @@ impl Engine {
             agent: self.agent_name.clone(),
             cwd: c.cwd.clone(),
             title: (!c.title.is_empty()).then(|| c.title.clone()),
-            state: c.state.as_str().to_owned(),
+            state: c.state,
         }));
     }
 
@@ -879,7 +879,7 @@ impl Engine {
         let Some(c) = self.reg.get(cid) else { return };
         out.push(Action::Store(StoreOp::SetState {
             child_id: c.id.clone(),
-            state: c.state.as_str().to_owned(),
+            state: c.state,
         }));
         out.push(Action::Store(StoreOp::SetIndices {
             child_id: c.id.clone(),

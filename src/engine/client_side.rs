@@ -184,7 +184,7 @@ pub(super) fn restore_child(reg: &mut Registry, stored: StoredChild) {
     );
     child.agent_child = agent_child;
     child.title = stored.title.unwrap_or_default();
-    child.state = ChildState::parse(&stored.state);
+    child.state = stored.state;
     child.card_final = child.state.is_final();
     child.prompt_recorded = !stored.updates.is_empty();
     child.thread = stored

@@ -32,13 +32,15 @@ impl ChildState {
         }
     }
 
-    pub fn parse(s: &str) -> ChildState {
+    /// The state written as [`ChildState::as_str`]; `None` for anything else.
+    pub fn from_stored(s: &str) -> Option<ChildState> {
         match s {
-            "announced" => ChildState::Announced,
-            "completed" => ChildState::Completed,
-            "failed" => ChildState::Failed,
-            "cancelled" => ChildState::Cancelled,
-            _ => ChildState::Running,
+            "announced" => Some(ChildState::Announced),
+            "running" => Some(ChildState::Running),
+            "completed" => Some(ChildState::Completed),
+            "failed" => Some(ChildState::Failed),
+            "cancelled" => Some(ChildState::Cancelled),
+            _ => None,
         }
     }
 
@@ -60,8 +62,12 @@ impl ChildState {
     }
 }
 
-/// Entry range of one turn of a child, `end` inclusive and absent while the turn runs.
-pub use super::persist::TurnRange;
+/// The entry indices of one turn of a child (`end` inclusive; `None` while the turn runs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TurnRange {
+    pub start: u32,
+    pub end: Option<u32>,
+}
 
 /// A child session the proxy serves to the client.
 #[derive(Debug, Clone)]
