@@ -9,14 +9,12 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use super::{
-    card_for, synthesized_card_for, Action, Engine, LiveChildEvents, Millis, Mode, NoteLevel,
-};
+use super::{Action, Engine, LiveChildEvents, Millis, NoteLevel};
 use crate::subagents::ids;
-use crate::subagents::model::{Child, ChildState};
+use crate::subagents::model::{Child, ChildState, SYNTHETIC_TOOL_NAME};
 use crate::subagents::pair::{Pair, PairRef};
 use crate::subagents::persist::StoreOp;
-use crate::subagents::{transcript, zed};
+use crate::subagents::render::{self, CardChange, Step};
 use crate::wire::keys::{self, Found};
 use crate::wire::update_view::{UpdateFrame, UpdateParts};
 use crate::wire::{self, write};
@@ -283,7 +281,7 @@ impl Engine {
             if let Some(prompt) = self.detector.prompt(&update) {
                 child.prompt_recorded = true;
                 if !child.replay_skip {
-                    to_record.push(zed::user_text(prompt));
+                    to_record.push(render::user_text(prompt));
                 }
             }
         }
@@ -301,7 +299,7 @@ impl Engine {
                     // Agents that do not stream the child's prose still report its answer:
                     // it closes the child thread.
                     if let Some(text) = self.detector.result_text(&update) {
-                        to_record.push(zed::agent_text(&text));
+                        to_record.push(render::agent_text(&text));
                     }
                 }
                 finished = true;
@@ -335,21 +333,8 @@ impl Engine {
                 update["title"] = json!(child.title);
             }
         }
-        if self.mode == Some(Mode::Transcript) {
-            if !child.log.is_empty() {
-                // The log first, then whatever the agent put in the card (its result).
-                let mut content = match transcript::content(child) {
-                    Value::Array(items) => items,
-                    _ => Vec::new(),
-                };
-                if let Some(Value::Array(agent)) = update.get("content") {
-                    content.extend(agent.iter().cloned());
-                }
-                update["content"] = Value::Array(content);
-            }
-        } else {
-            zed::inject_meta(&mut update, child, kind == "tool_call");
-        }
+        self.render
+            .spawn_update(child, &mut update, kind == "tool_call");
         let parent = child.parent.clone();
         if finished || !to_record.is_empty() {
             self.persist_state(cid, out);
@@ -403,7 +388,7 @@ impl Engine {
             return;
         }
         if kind == "tool_call" || kind == "tool_call_update" {
-            zed::strip_meta(&mut update);
+            render::strip_subagent_info(&mut update);
         }
         let event = ChildEvent {
             title: str_field(&update, "title").map(|t| Cow::Owned(t.to_owned())),
@@ -433,7 +418,7 @@ impl Engine {
         let raw = head.raw;
         let tool = head.tool_call_id.as_deref();
         // `found` covers the whole frame: a key it lacks is not in the update either.
-        let simple = self.mode == Some(Mode::Zed)
+        let simple = !self.render.reads_child_events()
             && self.cfg.zed.live_child_events == LiveChildEvents::Hide
             && !(head.kind == "tool_call" && found.has(keys::kind::SPAWN))
             && tool.is_none_or(|t| self.reg.by_spawn(root, t).is_none())
@@ -500,7 +485,7 @@ impl Engine {
         if let Some(parent) = flat_parent {
             if standard {
                 let visible = self.visible_session(&parent);
-                out.push(Action::ToClient(zed::notification_raw(&visible, &text)));
+                out.push(Action::ToClient(write::session_update_raw(&visible, &text)));
             } else {
                 out.push(Action::ToClient(frame));
             }
@@ -515,45 +500,35 @@ impl Engine {
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
-        let mut card: Option<Value> = None;
-        let mode = self.mode;
-        if child.card_final {
+        let card = if child.card_final {
             // A background child keeps working after its card completed: extend its range.
-            if child.entries.count() != entries_before {
+            (child.entries.count() != entries_before).then(|| {
                 child.end_turn();
-                card = Some(card_for(mode, child, None, None));
+                CardChange::Update(self.render.card_update(child, None, None))
+            })
+        } else if !replaying && !replay_skip {
+            let step = Step {
+                kind: &kind,
+                new_tool_call: new_step,
+                tool_status: kind == "tool_call_update" && has_status,
+                new_entry: entries_before != child.entries.count(),
+                title: title.as_deref(),
+                nested,
+            };
+            self.render.child_step(child, &step)
+        } else {
+            None
+        };
+        match card {
+            Some(CardChange::Update(card)) => {
+                let parent = child.parent.clone();
+                if child.card_final {
+                    self.persist_state(cid, out);
+                }
+                self.emit(&parent, card, out);
             }
-        } else if mode == Some(Mode::Transcript) {
-            // Fold the child's work into its card, at each step and each new text run.
-            let text_run_starts =
-                kind == "agent_message_chunk" && entries_before != child.entries.count();
-            let tool_status = kind == "tool_call_update" && has_status;
-            if (new_step || tool_status || text_run_starts) && !replaying && !replay_skip {
-                card = Some(card_for(mode, child, None, None));
-            }
-        } else if new_step && self.cfg.zed.live_progress && !replaying && !replay_skip {
-            child.steps += 1;
-            child.activity = title.map(Cow::into_owned);
-            child.progress_shown = true;
-            let title = zed::progress_title(child);
-            if !nested {
-                // The common case, once per step of every child: the card's new title goes
-                // straight to the client, written without building a tree first.
-                out.push(Action::ToClient(zed::progress_notification(
-                    &child.parent,
-                    child,
-                    &title,
-                )));
-            } else {
-                card = Some(zed::card_update(child, None, Some(&title)));
-            }
-        }
-        if let Some(card) = card {
-            let parent = child.parent.clone();
-            if child.card_final {
-                self.persist_state(cid, out);
-            }
-            self.emit(&parent, card, out);
+            Some(CardChange::Line(line)) => out.push(Action::ToClient(line)),
+            None => {}
         }
         if let (Some(t), "tool_call") = (tool.as_deref(), kind.as_ref()) {
             self.release_held(root, t, now, out);
@@ -587,7 +562,7 @@ impl Engine {
                 if replaying && self.replay_cards.insert(cid.clone()) {
                     // The parent is being reopened: its thread needs the card again.
                     if let Some(child) = self.reg.get(&cid) {
-                        let card = synthesized_card_for(self.mode, child);
+                        let card = self.render.synthesized_card(child);
                         let parent = child.parent.clone();
                         self.emit(&parent, card, out);
                     }
@@ -597,7 +572,7 @@ impl Engine {
                     if let Some(child) = child.filter(|c| c.title != t) {
                         child.title = t.to_owned();
                         let card = (!child.progress_shown)
-                            .then(|| card_for(self.mode, child, None, Some(t)));
+                            .then(|| self.render.card_update(child, None, Some(t)));
                         let parent = child.parent.clone();
                         if let Some(card) = card {
                             self.emit(&parent, card, out);
@@ -618,7 +593,7 @@ impl Engine {
                             agent_child.clone(),
                             top,
                             spawn_id,
-                            zed::SYNTHETIC_TOOL_NAME.into(),
+                            SYNTHETIC_TOOL_NAME.into(),
                         );
                         c.state = ChildState::Running;
                         c
@@ -634,7 +609,7 @@ impl Engine {
                 if child.title.is_empty() {
                     child.title = "Subagent".into();
                 }
-                let card = synthesized_card_for(self.mode, &child);
+                let card = self.render.synthesized_card(&child);
                 if self.replaying.contains(&child.top) {
                     self.replay_cards.insert(cid.clone());
                 }
@@ -733,7 +708,7 @@ impl Engine {
         child.cancel_requested = false;
         child.state = ChildState::Running;
         child.start_turn();
-        let card = card_for(self.mode, child, Some("in_progress"), None);
+        let card = self.render.card_update(child, Some("in_progress"), None);
         let parent = child.parent.clone();
         self.persist_state(cid, out);
         self.emit(&parent, card, out);
@@ -756,12 +731,9 @@ impl Engine {
         child.card_final = true;
         child.state = state;
         let title = std::mem::take(&mut child.progress_shown).then(|| child.title.clone());
-        let mut card = card_for(
-            self.mode,
-            child,
-            Some(state.card_status()),
-            title.as_deref(),
-        );
+        let mut card = self
+            .render
+            .card_update(child, Some(state.card_status()), title.as_deref());
         if state == ChildState::Cancelled {
             // Zed shows the first text content of a failed card as its error.
             card["content"] =
@@ -796,7 +768,7 @@ impl Engine {
         if self.reg.is_child(session) {
             self.record_in(session, &update, out);
         } else {
-            out.push(Action::ToClient(zed::notification(session, &update)));
+            out.push(Action::ToClient(write::session_update(session, &update)));
         }
     }
 
@@ -825,7 +797,6 @@ impl Engine {
         out: &mut Vec<Action>,
     ) {
         let max = self.cfg.limits.max_transcript_bytes;
-        let transcript = self.mode == Some(Mode::Transcript);
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
@@ -840,12 +811,12 @@ impl Engine {
             self.note(out, NoteLevel::Warn, msg);
             return;
         }
-        if transcript {
+        if self.render.reads_child_events() {
             match value {
-                Some(v) => child.log.observe(v),
+                Some(v) => self.render.recorded(child, v),
                 None => {
                     if let Ok(v) = serde_json::from_str::<Value>(text) {
-                        child.log.observe(&v);
+                        self.render.recorded(child, &v);
                     }
                 }
             }
@@ -854,7 +825,7 @@ impl Engine {
         let text: Arc<str> = Arc::from(text);
         child.record_kind(kind, tool, text.clone());
         if child.loaded {
-            out.push(Action::ToClient(zed::notification_raw(cid, &text)));
+            out.push(Action::ToClient(write::session_update_raw(cid, &text)));
         }
         out.push(Action::Store(StoreOp::AppendUpdate {
             child_id: cid.to_owned(),
@@ -926,6 +897,7 @@ impl Engine {
                 continue;
             }
             self.reg.remove(&old);
+            self.render.forget(&old);
             self.store_tried.remove(&old);
         }
     }

@@ -8,9 +8,8 @@ use serde_json::{json, Value};
 
 use super::{Action, ChildCancel, Engine, Millis, NoteLevel};
 use crate::subagents::ids;
-use crate::subagents::model::{Child, ChildState, Registry};
+use crate::subagents::model::{Child, ChildState, Registry, SYNTHETIC_TOOL_NAME};
 use crate::subagents::persist::StoredChild;
-use crate::subagents::zed;
 use crate::wire::{self, write};
 
 /// Whether a session id the client sent names a child (known, or shaped like ours).
@@ -49,7 +48,7 @@ impl Engine {
             "session/load" => {
                 if let Some(child) = self.reg.get_mut(sid) {
                     for update in &child.thread {
-                        out.push(Action::ToClient(zed::notification_raw(sid, update)));
+                        out.push(Action::ToClient(write::session_update_raw(sid, update)));
                     }
                     child.loaded = true;
                 }
@@ -170,7 +169,7 @@ pub(super) fn restore_child(reg: &mut Registry, stored: StoredChild) {
     };
     let root = agent_child.clone().unwrap_or(parent_root);
     let tool_name = if agent_child.is_some() {
-        zed::SYNTHETIC_TOOL_NAME
+        SYNTHETIC_TOOL_NAME
     } else {
         "Agent"
     };

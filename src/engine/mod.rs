@@ -28,7 +28,9 @@ use serde_json::Value;
 use crate::subagents::detect::Detector;
 use crate::subagents::model::{Child, Registry};
 use crate::subagents::persist::{StoreOp, StoredChild};
-use crate::subagents::{transcript, zed};
+use crate::subagents::render::transcript::Transcript;
+use crate::subagents::render::zed::Zed;
+use crate::subagents::render::Render;
 use crate::wire::envelope::{self, Kind, Parsed};
 use crate::wire::keys;
 use crate::wire::read_ahead::{AgentScan, Pre, Scanner};
@@ -83,20 +85,11 @@ pub enum Mode {
     Transcript,
 }
 
-/// The spawn card the proxy creates for a child announced without a tool call, in the
-/// flavour of `mode`.
-fn synthesized_card_for(mode: Option<Mode>, child: &Child) -> Value {
+/// The renderer of an output flavour (Zed's cards until the client's `initialize` chose).
+fn renderer_for(mode: Option<Mode>, cfg: &EngineConfig) -> Box<dyn Render> {
     match mode {
-        Some(Mode::Transcript) => transcript::synthesized_card(child),
-        _ => zed::synthesized_card(child),
-    }
-}
-
-/// A spawn card update in the flavour of `mode`.
-fn card_for(mode: Option<Mode>, child: &Child, status: Option<&str>, title: Option<&str>) -> Value {
-    match mode {
-        Some(Mode::Transcript) => transcript::card_update(child, status, title),
-        _ => zed::card_update(child, status, title),
+        Some(Mode::Transcript) => Box::new(Transcript::default()),
+        _ => Box::new(Zed::new(cfg.zed.live_progress)),
     }
 }
 
@@ -118,6 +111,8 @@ pub struct Engine {
     client_requests: PendingRequests,
     detector: Detector,
     reg: Registry,
+    /// How cards look for this client (decided with the output flavour).
+    render: Box<dyn Render>,
     /// The agent itself supports `session/load` (we advertise it to Zed either way).
     agent_loads: bool,
     agent_name: String,
@@ -197,12 +192,14 @@ impl Engine {
     pub fn new(cfg: EngineConfig) -> Self {
         let detector = Detector::new(cfg.presets.clone());
         let mode = (cfg.display == SubagentDisplay::Off).then_some(Mode::Off);
+        let render = renderer_for(None, &cfg);
         Engine {
             cfg,
             mode,
             client_requests: PendingRequests::default(),
             detector,
             reg: Registry::default(),
+            render,
             agent_loads: false,
             agent_name: String::new(),
             replaying: HashSet::new(),
@@ -463,6 +460,7 @@ impl Engine {
     /// Sizes of every collection the engine keeps, to check that long sessions stay bounded.
     pub fn footprint(&self) -> Vec<(&'static str, usize)> {
         let mut sizes = self.reg.footprint();
+        sizes.extend(self.render.footprint());
         sizes.extend([
             ("pending_client_requests", self.client_requests.len()),
             ("replaying", self.replaying.len()),
@@ -580,6 +578,9 @@ impl Engine {
             SubagentDisplay::Auto if is_zed => Mode::Zed,
             SubagentDisplay::Auto => Mode::Transcript,
         };
+        if self.mode != Some(mode) {
+            self.render = renderer_for(Some(mode), &self.cfg);
+        }
         self.mode = Some(mode);
         self.note(
             out,
@@ -714,10 +715,10 @@ impl Engine {
         missing.sort_by(|a, b| a.spawn_id.cmp(&b.spawn_id));
         let cards: Vec<Value> = missing
             .into_iter()
-            .map(|c| synthesized_card_for(self.mode, c))
+            .map(|c| self.render.synthesized_card(c))
             .collect();
         for card in cards {
-            out.push(Action::ToClient(zed::notification(session, &card)));
+            out.push(Action::ToClient(write::session_update(session, &card)));
         }
         let mut done = Vec::new();
         for child in self.reg.children.values_mut() {

@@ -1,4 +1,5 @@
-//! Subagents: the model, the per-agent detectors (presets), and the Zed renderer.
+//! Subagents: one model of them, the per-agent signatures that find them in the agent's
+//! traffic (presets, read by the detector), and the renderers that show them to the client.
 
 pub mod detect;
 pub mod entries;
@@ -7,5 +8,4 @@ pub mod model;
 pub mod pair;
 pub mod persist;
 pub mod presets;
-pub mod transcript;
-pub mod zed;
+pub mod render;

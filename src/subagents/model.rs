@@ -11,6 +11,10 @@ use serde_json::Value;
 
 use super::entries::EntryCounter;
 
+/// The tool name given to spawn cards the proxy synthesizes (Zed's own name for subagent
+/// spawns).
+pub const SYNTHETIC_TOOL_NAME: &str = "spawn_agent";
+
 /// Lifecycle of a child: announced → running → completed / failed / cancelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChildState {
@@ -117,8 +121,6 @@ pub struct Child {
     pub bytes: usize,
     /// Over a limit: the child's events pass through to the parent unchanged.
     pub degraded: bool,
-    /// The child's activity as the transcript flavour folds it into the card.
-    pub log: super::transcript::Log,
 }
 
 impl Child {
@@ -160,7 +162,6 @@ impl Child {
             cwd: None,
             bytes: 0,
             degraded: false,
-            log: Default::default(),
         }
     }
 

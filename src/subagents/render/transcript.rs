@@ -2,11 +2,12 @@
 //! subagents, the child's work is folded into its spawn card's `content` as a short,
 //! bounded Markdown log (latest tool calls with their status, then the child's words).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use serde_json::{json, Value};
 
-use super::model::Child;
+use super::{card_base, synthesized_base, CardChange, Render, Step};
+use crate::subagents::model::Child;
 
 /// Lines kept in a card; older ones are summarised as a count.
 const MAX_LINES: usize = 24;
@@ -149,24 +150,80 @@ fn clip_tail(s: &str) -> String {
     format!("…{tail}")
 }
 
-/// The card's content block holding the log.
-pub fn content(child: &Child) -> Value {
-    json!([{"type": "content", "content": {"type": "text", "text": child.log.render()}}])
+/// The card's content block holding a log.
+fn content(log: &Log) -> Value {
+    json!([{"type": "content", "content": {"type": "text", "text": log.render()}}])
 }
 
-/// A card update for the transcript flavour: status/title if given, the log as content.
-pub fn card_update(child: &Child, status: Option<&str>, title: Option<&str>) -> Value {
-    let mut upd = super::zed::card_base(child, status, title);
-    if !child.log.is_empty() {
-        upd["content"] = content(child);
+/// Cards that carry the child's log, one per child.
+#[derive(Debug, Default)]
+pub struct Transcript {
+    logs: HashMap<String, Log>,
+}
+
+impl Transcript {
+    fn log(&self, child: &Child) -> Option<&Log> {
+        self.logs.get(&child.id).filter(|l| !l.is_empty())
     }
-    upd
 }
 
-/// The card the proxy creates for a child announced without a tool call.
-pub fn synthesized_card(child: &Child) -> Value {
-    json!({"sessionUpdate": "tool_call", "toolCallId": child.spawn_id, "title": child.title,
-        "kind": "other", "status": child.state.card_status()})
+impl Render for Transcript {
+    fn synthesized_card(&self, child: &Child) -> Value {
+        synthesized_base(child)
+    }
+
+    /// Status and title if given, the log as content.
+    fn card_update(&self, child: &Child, status: Option<&str>, title: Option<&str>) -> Value {
+        let mut upd = card_base(child, status, title);
+        if let Some(log) = self.log(child) {
+            upd["content"] = content(log);
+        }
+        upd
+    }
+
+    fn spawn_update(&self, child: &Child, update: &mut Value, _is_new: bool) {
+        if let Some(log) = self.log(child) {
+            // The log first, then whatever the agent put in the card (its result).
+            let mut items = match content(log) {
+                Value::Array(items) => items,
+                _ => Vec::new(),
+            };
+            if let Some(Value::Array(agent)) = update.get("content") {
+                items.extend(agent.iter().cloned());
+            }
+            update["content"] = Value::Array(items);
+        }
+    }
+
+    fn reads_child_events(&self) -> bool {
+        true
+    }
+
+    fn recorded(&mut self, child: &Child, update: &Value) {
+        match self.logs.get_mut(&child.id) {
+            Some(log) => log.observe(update),
+            None => {
+                let mut log = Log::default();
+                log.observe(update);
+                self.logs.insert(child.id.clone(), log);
+            }
+        }
+    }
+
+    /// Fold the child's work into its card, at each step and each new text run.
+    fn child_step(&mut self, child: &mut Child, step: &Step<'_>) -> Option<CardChange> {
+        let text_run_starts = step.kind == "agent_message_chunk" && step.new_entry;
+        (step.new_tool_call || step.tool_status || text_run_starts)
+            .then(|| CardChange::Update(self.card_update(child, None, None)))
+    }
+
+    fn forget(&mut self, child_id: &str) {
+        self.logs.remove(child_id);
+    }
+
+    fn footprint(&self) -> Vec<(&'static str, usize)> {
+        vec![("transcript_logs", self.logs.len())]
+    }
 }
 
 #[cfg(test)]

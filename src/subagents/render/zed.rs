@@ -4,12 +4,13 @@
 //! object: `session_id`, `message_start_index`, optional `message_end_index`). Zed reads
 //! `tool_name` from `tool_call` only and `subagent_session_info` from both kinds.
 
+use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
-use super::model::Child;
+use super::{card_base, synthesized_base, CardChange, Render, Step};
+use crate::subagents::model::Child;
+use crate::wire::write::session_update_with;
 
-/// Tool name Zed itself uses for subagent spawns; given to cards the proxy synthesizes.
-pub const SYNTHETIC_TOOL_NAME: &str = "spawn_agent";
 /// Upper bound of a live-progress card title, in characters.
 const MAX_TITLE_CHARS: usize = 120;
 const MAX_ACTIVITY_CHARS: usize = 48;
@@ -54,28 +55,9 @@ pub fn strip_meta(update: &mut Value) {
 
 /// The spawn card the proxy creates for a child the agent announced without a tool call.
 pub fn synthesized_card(child: &Child) -> Value {
-    let mut card = json!({
-        "sessionUpdate": "tool_call",
-        "toolCallId": child.spawn_id,
-        "title": child.title,
-        "kind": "other",
-        "status": child.state.card_status(),
-    });
+    let mut card = synthesized_base(child);
     inject_meta(&mut card, child, true);
     card
-}
-
-/// A `tool_call_update` of the child's card with a status and a title, each if given: what
-/// both card flavours start from.
-pub fn card_base(child: &Child, status: Option<&str>, title: Option<&str>) -> Value {
-    let mut upd = json!({"sessionUpdate": "tool_call_update", "toolCallId": child.spawn_id});
-    if let Some(s) = status {
-        upd["status"] = json!(s);
-    }
-    if let Some(t) = title {
-        upd["title"] = json!(t);
-    }
-    upd
 }
 
 /// A card update: status (if given), title (if given) and the current index range.
@@ -86,11 +68,11 @@ pub fn card_update(child: &Child, status: Option<&str>, title: Option<&str>) -> 
 }
 
 /// `session/update` on `session` giving the child's card a new title: the same line as
-/// `notification(session, &card_update(child, None, Some(title)))`, written directly (it is
-/// sent at every step of every child).
-pub fn progress_notification(session: &str, child: &Child, title: &str) -> bytes::Bytes {
+/// `session_update(session, &card_update(child, None, Some(title)))`, written directly (it
+/// is sent at every step of every child).
+pub fn progress_notification(session: &str, child: &Child, title: &str) -> Bytes {
     let turn = child.current_turn();
-    envelope(session, 192 + title.len() + child.id.len(), |line| {
+    session_update_with(session, 192 + title.len() + child.id.len(), |line| {
         // Strings and integers serialise into a Vec infallibly.
         line.extend_from_slice(br#"{"sessionUpdate":"tool_call_update","toolCallId":"#);
         let _ = serde_json::to_writer(&mut *line, &child.spawn_id);
@@ -130,44 +112,48 @@ fn truncate(s: &str, max: usize) -> String {
     out
 }
 
-/// A user message entry for the child thread.
-pub fn user_text(text: &str) -> Value {
-    json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": text}})
+/// Zed's cards: `_meta` with the child's session and index range, the title showing the
+/// child's latest step while it runs (`live_progress`).
+#[derive(Debug, Clone)]
+pub struct Zed {
+    live_progress: bool,
 }
 
-/// An assistant message entry for the child thread.
-pub fn agent_text(text: &str) -> Value {
-    json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}})
+impl Zed {
+    pub fn new(live_progress: bool) -> Zed {
+        Zed { live_progress }
+    }
 }
 
-/// `session/update` notification line for a session.
-pub fn notification(session_id: &str, update: &Value) -> bytes::Bytes {
-    // Written straight into the line: building the envelope as a `Value` would copy the
-    // whole update first.
-    envelope(session_id, 256, |line| {
-        // Writing a `Value` into a Vec cannot fail.
-        let _ = serde_json::to_writer(line, update);
-    })
-}
+impl Render for Zed {
+    fn synthesized_card(&self, child: &Child) -> Value {
+        synthesized_card(child)
+    }
 
-/// `session/update` line from an update already serialised (replays from memory or store).
-pub fn notification_raw(session_id: &str, update_json: &str) -> bytes::Bytes {
-    envelope(session_id, update_json.len(), |line| {
-        line.extend_from_slice(update_json.as_bytes())
-    })
-}
+    fn card_update(&self, child: &Child, status: Option<&str>, title: Option<&str>) -> Value {
+        card_update(child, status, title)
+    }
 
-/// `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":…,"update":…}}\n` with
-/// the update written by `update`.
-fn envelope(session_id: &str, size_hint: usize, update: impl FnOnce(&mut Vec<u8>)) -> bytes::Bytes {
-    let mut line = Vec::with_capacity(size_hint + session_id.len() + 96);
-    line.extend_from_slice(br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"#);
-    // A string serialises infallibly.
-    let _ = serde_json::to_writer(&mut line, session_id);
-    line.extend_from_slice(br#","update":"#);
-    update(&mut line);
-    line.extend_from_slice(b"}}\n");
-    line.into()
+    fn spawn_update(&self, child: &Child, update: &mut Value, is_new: bool) {
+        inject_meta(update, child, is_new);
+    }
+
+    fn child_step(&mut self, child: &mut Child, step: &Step<'_>) -> Option<CardChange> {
+        if !(step.new_tool_call && self.live_progress) {
+            return None;
+        }
+        child.steps += 1;
+        child.activity = step.title.map(str::to_owned);
+        child.progress_shown = true;
+        let title = progress_title(child);
+        Some(if step.nested {
+            CardChange::Update(card_update(child, None, Some(&title)))
+        } else {
+            // The common case, once per step of every child: the card's new title goes
+            // straight to the client, written without building a tree first.
+            CardChange::Line(progress_notification(&child.parent, child, &title))
+        })
+    }
 }
 
 #[cfg(test)]
@@ -187,6 +173,8 @@ mod tests {
         c
     }
 
+    use crate::wire::write::session_update;
+
     #[test]
     fn progress_notification_is_the_card_update_line() {
         let mut c = child();
@@ -195,7 +183,7 @@ mod tests {
         let direct = progress_notification("sess-1", &c, title);
         assert_eq!(
             direct,
-            notification("sess-1", &card_update(&c, None, Some(title)))
+            session_update("sess-1", &card_update(&c, None, Some(title)))
         );
         c.entries.push("user_message_chunk", None);
         c.entries.push("tool_call", Some("a"));
@@ -203,7 +191,7 @@ mod tests {
         let direct = progress_notification("sess-1", &c, title);
         assert_eq!(
             direct,
-            notification("sess-1", &card_update(&c, None, Some(title)))
+            session_update("sess-1", &card_update(&c, None, Some(title)))
         );
         assert!(String::from_utf8_lossy(&direct).contains("message_end_index"));
     }
