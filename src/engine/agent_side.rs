@@ -11,7 +11,9 @@ use serde_json::{json, Value};
 
 use super::{Action, Engine, LiveChildEvents, Millis, NoteLevel};
 use crate::subagents::ids;
-use crate::subagents::model::{Child, ChildState, SYNTHETIC_TOOL_NAME};
+use crate::subagents::model::{
+    Card, Child, ChildState, Prompt, Run, SpawnSite, StopRoute, Tracking, SYNTHETIC_TOOL_NAME,
+};
 use crate::subagents::pair::{Pair, PairRef};
 use crate::subagents::persist::StoreOp;
 use crate::subagents::render::{self, CardChange, Step};
@@ -212,7 +214,14 @@ impl Engine {
         if kind == "tool_call" {
             if let (Some(t), Some(tool_name)) = (&tool, self.detector.spawn_tool_name(&update)) {
                 if self.spawn_allowed(sid, sid, t, out) {
-                    self.new_spawn(sid, sid, sid, t, tool_name, update, out);
+                    // A spawn on a top-level session: the card lives in that session.
+                    let site = SpawnSite {
+                        agent_session: sid.to_owned(),
+                        parent: sid.to_owned(),
+                        top_session: sid.to_owned(),
+                        spawn_id: (*t).to_owned(),
+                    };
+                    self.new_spawn(site, tool_name, update, out);
                 } else {
                     out.push(Action::ToClient(frame));
                 }
@@ -228,29 +237,18 @@ impl Engine {
     }
 
     /// A spawn tool call: create (or find, after a restart or in a replay) its child.
-    #[allow(clippy::too_many_arguments)]
     fn new_spawn(
         &mut self,
-        root: &str,
-        parent: &str,
-        top: &str,
-        spawn_id: &str,
+        site: SpawnSite,
         tool_name: String,
         update: Value,
         out: &mut Vec<Action>,
     ) {
-        let id = ids::child_session_id(parent, spawn_id);
+        let id = ids::child_session_id(&site.parent, &site.spawn_id);
         match self.reg.get_mut(&id) {
             Some(existing) => existing.tool_name = tool_name,
             None => {
-                let mut child = Child::new(
-                    id.clone(),
-                    parent.into(),
-                    root.into(),
-                    top.into(),
-                    spawn_id.into(),
-                    tool_name,
-                );
+                let mut child = Child::new(id.clone(), site, tool_name);
                 child.state = ChildState::Running;
                 self.reg.insert(child);
                 self.persist_child(&id, out);
@@ -277,23 +275,25 @@ impl Engine {
                 child.title = d.to_owned();
             }
         }
-        if !child.prompt_recorded {
+        if child.prompt == Prompt::Awaited {
             if let Some(prompt) = self.detector.prompt(&update) {
-                child.prompt_recorded = true;
-                if !child.replay_skip {
+                child.prompt = Prompt::Recorded;
+                if !child.replay_known() {
                     to_record.push(render::user_text(prompt));
                 }
             }
         }
-        child.background |= self.detector.is_background(&update);
+        if self.detector.is_background(&update) {
+            child.run = Run::Background;
+        }
         let status = str_field(&update, "status").map(str::to_owned);
         let mut finished = false;
         match status.as_deref() {
-            Some("completed" | "failed") if !child.card_final => {
+            Some("completed" | "failed") if !child.card_is_final() => {
                 let completed = status.as_deref() == Some("completed");
                 if completed
-                    && !child.background
-                    && !child.replay_skip
+                    && !child.is_background()
+                    && !child.replay_known()
                     && !child.entries.last_is_assistant()
                 {
                     // Agents that do not stream the child's prose still report its answer:
@@ -316,20 +316,17 @@ impl Engine {
             return;
         };
         if finished {
-            child.end_turn();
-            child.card_final = true;
-            child.state = if child.background {
+            let state = if child.is_background() {
                 // The agent completed the card at launch; the child runs on.
                 ChildState::Running
-            } else if child.cancel_requested {
+            } else if child.cancel_asked() {
                 ChildState::Cancelled
             } else if status.as_deref() == Some("completed") {
                 ChildState::Completed
             } else {
                 ChildState::Failed
             };
-            if child.progress_shown {
-                child.progress_shown = false;
+            if child.finish_card(state) {
                 update["title"] = json!(child.title);
             }
         }
@@ -349,7 +346,7 @@ impl Engine {
     fn child_event(
         &mut self,
         cid: &str,
-        root: &str,
+        agent_session: &str,
         update: Option<Value>,
         frame: Bytes,
         now: Millis,
@@ -362,27 +359,37 @@ impl Engine {
         let kind = str_field(&update, "sessionUpdate").unwrap_or("").to_owned();
         let tool = str_field(&update, "toolCallId").map(str::to_owned);
         if let Some(t) = &tool {
-            if let Some(grandchild) = self.reg.by_spawn(root, t).map(str::to_owned) {
+            if let Some(grandchild) = self.reg.by_spawn(agent_session, t).map(str::to_owned) {
                 self.spawn_event(&grandchild, &kind, Some(update), out);
                 return;
             }
             if kind == "tool_call" {
                 if let Some(tool_name) = self.detector.spawn_tool_name(&update) {
                     // A child spawning a child: the card lives in the child's thread.
-                    let top = self.reg.get(cid).map(|c| c.top.clone()).unwrap_or_default();
+                    let top = self
+                        .reg
+                        .get(cid)
+                        .map(|c| c.top_session.clone())
+                        .unwrap_or_default();
                     if self.spawn_allowed(cid, &top, t, out) {
-                        self.new_spawn(root, cid, &top, t, tool_name, update, out);
-                        self.release_held(root, t, now, out);
+                        let site = SpawnSite {
+                            agent_session: agent_session.to_owned(),
+                            parent: cid.to_owned(),
+                            top_session: top,
+                            spawn_id: t.clone(),
+                        };
+                        self.new_spawn(site, tool_name, update, out);
+                        self.release_held(agent_session, t, now, out);
                         return;
                     }
                     // Over a limit: the spawn stays an ordinary tool call of this child.
-                    self.passthrough_spawns.insert(Pair::new(root, t));
+                    self.passthrough_spawns.insert(Pair::new(agent_session, t));
                 }
             }
         }
-        if self.reg.get(cid).is_some_and(|c| c.degraded) {
+        if self.reg.get(cid).is_some_and(Child::passes_through) {
             if let (Some(t), "tool_call") = (&tool, kind.as_str()) {
-                self.reg.set_tool_owner(root, t, cid);
+                self.reg.set_tool_owner(agent_session, t, cid);
             }
             out.push(Action::ToClient(frame));
             return;
@@ -398,7 +405,7 @@ impl Engine {
             tool: tool.map(Cow::Owned),
             value: Some(update),
         };
-        self.child_record(cid, root, event, frame, now, out);
+        self.child_record(cid, agent_session, event, frame, now, out);
     }
 
     /// A child event taken as raw JSON: recorded as the agent sent it, without building a
@@ -408,7 +415,7 @@ impl Engine {
     fn child_event_raw(
         &mut self,
         cid: &str,
-        root: &str,
+        agent_session: &str,
         head: UpdateParts<'_>,
         found: Found,
         frame: Bytes,
@@ -421,13 +428,13 @@ impl Engine {
         let simple = !self.render.reads_child_events()
             && self.cfg.zed.live_child_events == LiveChildEvents::Hide
             && !(head.kind == "tool_call" && found.has(keys::kind::SPAWN))
-            && tool.is_none_or(|t| self.reg.by_spawn(root, t).is_none())
+            && tool.is_none_or(|t| self.reg.by_spawn(agent_session, t).is_none())
             && !(found.has(keys::kind::SUBAGENT)
                 && keys::has(&keys::SUBAGENT_INFO, raw.as_bytes()))
-            && !self.reg.get(cid).is_some_and(|c| c.degraded);
+            && !self.reg.get(cid).is_some_and(Child::passes_through);
         if !simple {
             let value = serde_json::from_str::<Value>(raw).ok();
-            self.child_event(cid, root, value, frame, now, out);
+            self.child_event(cid, agent_session, value, frame, now, out);
             return;
         }
         let event = ChildEvent {
@@ -438,14 +445,14 @@ impl Engine {
             text: Cow::Borrowed(raw),
             value: None,
         };
-        self.child_record(cid, root, event, frame, now, out);
+        self.child_record(cid, agent_session, event, frame, now, out);
     }
 
     /// Record a child's event and keep its card current.
     fn child_record(
         &mut self,
         cid: &str,
-        root: &str,
+        agent_session: &str,
         event: ChildEvent<'_>,
         frame: Bytes,
         now: Millis,
@@ -462,14 +469,14 @@ impl Engine {
         let replaying = self
             .reg
             .get(cid)
-            .is_some_and(|c| self.replaying.contains(&c.top));
+            .is_some_and(|c| self.replaying.contains(&c.top_session));
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
         if child.state == ChildState::Announced {
             child.state = ChildState::Running;
         }
-        let replay_skip = child.replay_skip;
+        let replay_skip = child.replay_known();
         let new_step = kind == "tool_call"
             && tool
                 .as_deref()
@@ -480,7 +487,7 @@ impl Engine {
         let flat_parent = (self.cfg.zed.live_child_events == LiveChildEvents::Flat && !replay_skip)
             .then(|| child.parent.clone());
         if let (Some(t), "tool_call") = (tool.as_deref(), kind.as_ref()) {
-            self.reg.set_tool_owner(root, t, cid);
+            self.reg.set_tool_owner(agent_session, t, cid);
         }
         if let Some(parent) = flat_parent {
             if standard {
@@ -500,7 +507,7 @@ impl Engine {
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
-        let card = if child.card_final {
+        let card = if child.card_is_final() {
             // A background child keeps working after its card completed: extend its range.
             (child.entries.count() != entries_before).then(|| {
                 child.end_turn();
@@ -522,7 +529,7 @@ impl Engine {
         match card {
             Some(CardChange::Update(card)) => {
                 let parent = child.parent.clone();
-                if child.card_final {
+                if child.card_is_final() {
                     self.persist_state(cid, out);
                 }
                 self.emit(&parent, card, out);
@@ -531,7 +538,7 @@ impl Engine {
             None => {}
         }
         if let (Some(t), "tool_call") = (tool.as_deref(), kind.as_ref()) {
-            self.release_held(root, t, now, out);
+            self.release_held(agent_session, t, now, out);
         }
     }
 
@@ -550,7 +557,7 @@ impl Engine {
             return;
         };
         let (parent, top) = match self.reg.by_agent_child(on).and_then(|c| self.reg.get(c)) {
-            Some(p) => (p.id.clone(), p.top.clone()),
+            Some(p) => (p.id.clone(), p.top_session.clone()),
             None => (on.to_owned(), on.to_owned()),
         };
         let cid = match self.reg.by_agent_child(&agent_child).map(str::to_owned) {
@@ -558,7 +565,7 @@ impl Engine {
                 let replaying = self
                     .reg
                     .get(&cid)
-                    .is_some_and(|c| self.replaying.contains(&c.top));
+                    .is_some_and(|c| self.replaying.contains(&c.top_session));
                 if replaying && self.replay_cards.insert(cid.clone()) {
                     // The parent is being reopened: its thread needs the card again.
                     if let Some(child) = self.reg.get(&cid) {
@@ -571,7 +578,7 @@ impl Engine {
                     let child = self.reg.get_mut(&cid);
                     if let Some(child) = child.filter(|c| c.title != t) {
                         child.title = t.to_owned();
-                        let card = (!child.progress_shown)
+                        let card = (child.card != Card::Progress)
                             .then(|| self.render.card_update(child, None, Some(t)));
                         let parent = child.parent.clone();
                         if let Some(card) = card {
@@ -587,20 +594,19 @@ impl Engine {
                 let mut child = match self.reg.children.remove(&cid) {
                     Some(restored) => restored,
                     None => {
-                        let mut c = Child::new(
-                            cid.clone(),
-                            parent.clone(),
-                            agent_child.clone(),
-                            top,
+                        let site = SpawnSite {
+                            agent_session: agent_child.clone(),
+                            parent: parent.clone(),
+                            top_session: top,
                             spawn_id,
-                            SYNTHETIC_TOOL_NAME.into(),
-                        );
+                        };
+                        let mut c = Child::new(cid.clone(), site, SYNTHETIC_TOOL_NAME.into());
                         c.state = ChildState::Running;
                         c
                     }
                 };
                 child.agent_child = Some(agent_child.clone());
-                child.root = agent_child.clone();
+                child.agent_session = agent_child.clone();
                 if let Some(t) =
                     str_field(&update, "title").or_else(|| str_field(&update, "description"))
                 {
@@ -610,7 +616,7 @@ impl Engine {
                     child.title = "Subagent".into();
                 }
                 let card = self.render.synthesized_card(&child);
-                if self.replaying.contains(&child.top) {
+                if self.replaying.contains(&child.top_session) {
                     self.replay_cards.insert(cid.clone());
                 }
                 self.reg.insert(child);
@@ -621,10 +627,10 @@ impl Engine {
         };
         if let Some(child) = self.reg.get_mut(&cid) {
             if update.pointer("/capabilities/cancel").is_some() {
-                child.can_cancel = true;
+                child.stop_route = StopRoute::Direct;
             }
         }
-        if self.reg.get(&cid).is_some_and(|c| c.replay_skip) {
+        if self.reg.get(&cid).is_some_and(Child::replay_known) {
             // A replayed announcement of a child the proxy already holds: its state is known.
             return;
         }
@@ -682,7 +688,7 @@ impl Engine {
             Some(single @ Value::Object(_)) => vec![single.clone()],
             _ => Vec::new(),
         };
-        if self.reg.get(&cid).is_some_and(|c| c.replay_skip) {
+        if self.reg.get(&cid).is_some_and(Child::replay_known) {
             // A replay of what the child thread already holds.
             return;
         }
@@ -692,7 +698,7 @@ impl Engine {
             self.record_in(&cid, &update, out);
         }
         if let Some(child) = self.reg.get_mut(&cid) {
-            child.prompt_recorded = true;
+            child.prompt = Prompt::Recorded;
         }
     }
 
@@ -701,13 +707,9 @@ impl Engine {
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
-        if !child.card_final {
+        if !child.reopen_card() {
             return;
         }
-        child.card_final = false;
-        child.cancel_requested = false;
-        child.state = ChildState::Running;
-        child.start_turn();
         let card = self.render.card_update(child, Some("in_progress"), None);
         let parent = child.parent.clone();
         self.persist_state(cid, out);
@@ -719,18 +721,15 @@ impl Engine {
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
-        if child.card_final {
+        if child.card_is_final() {
             return;
         }
-        let state = if child.cancel_requested && state != ChildState::Completed {
+        let state = if child.cancel_asked() && state != ChildState::Completed {
             ChildState::Cancelled
         } else {
             state
         };
-        child.end_turn();
-        child.card_final = true;
-        child.state = state;
-        let title = std::mem::take(&mut child.progress_shown).then(|| child.title.clone());
+        let title = child.finish_card(state).then(|| child.title.clone());
         let mut card = self
             .render
             .card_update(child, Some(state.card_status()), title.as_deref());
@@ -751,7 +750,7 @@ impl Engine {
             .reg
             .children
             .values()
-            .filter(|c| c.top == session && c.cancel_requested && !c.card_final)
+            .filter(|c| c.top_session == session && c.cancel_asked() && !c.card_is_final())
             .map(|c| (c.spawn_id.clone(), c.id.clone()))
             .collect();
         // In a fixed order (the map's is random per process): the same input gives the same
@@ -800,11 +799,11 @@ impl Engine {
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
-        if child.degraded {
+        if child.passes_through() {
             return;
         }
         if child.bytes + text.len() > max {
-            child.degraded = true;
+            child.tracking = Tracking::PassThrough;
             let msg = format!(
                 "subagent {cid}: transcript reached max_transcript_bytes ({max}); its further events pass through to the parent unchanged"
             );
@@ -824,7 +823,7 @@ impl Engine {
         // One copy, shared by the thread in memory and the store.
         let text: Arc<str> = Arc::from(text);
         child.record_kind(kind, tool, text.clone());
-        if child.loaded {
+        if child.is_loaded() {
             out.push(Action::ToClient(write::session_update_raw(cid, &text)));
         }
         out.push(Action::Store(StoreOp::AppendUpdate {
@@ -865,7 +864,7 @@ impl Engine {
         let mut cur = cid.to_owned();
         for _ in 0..64 {
             match self.reg.get(&cur) {
-                Some(c) if c.loaded => return cur,
+                Some(c) if c.is_loaded() => return cur,
                 Some(c) => cur = c.parent.clone(),
                 None => return cur,
             }
@@ -913,7 +912,12 @@ impl Engine {
     ) -> bool {
         let limits = self.cfg.limits;
         let depth = self.reg.depth(parent) + 1;
-        let siblings = self.reg.children.values().filter(|c| c.top == top).count();
+        let siblings = self
+            .reg
+            .children
+            .values()
+            .filter(|c| c.top_session == top)
+            .count();
         let problem = if depth > limits.max_depth {
             Some(("max_depth", limits.max_depth))
         } else if siblings >= limits.max_subagents_per_session {

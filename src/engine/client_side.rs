@@ -8,7 +8,10 @@ use serde_json::{json, Value};
 
 use super::{Action, ChildCancel, Engine, Millis, NoteLevel};
 use crate::subagents::ids;
-use crate::subagents::model::{Child, ChildState, Registry, SYNTHETIC_TOOL_NAME};
+use crate::subagents::model::{
+    Cancel, Card, Child, ChildState, Prompt, Registry, SpawnSite, StopRoute, View,
+    SYNTHETIC_TOOL_NAME,
+};
 use crate::subagents::persist::StoredChild;
 use crate::wire::{self, write};
 
@@ -50,19 +53,19 @@ impl Engine {
                     for update in &child.thread {
                         out.push(Action::ToClient(write::session_update_raw(sid, update)));
                     }
-                    child.loaded = true;
+                    child.view = View::Loaded;
                 }
                 out.push(Action::ToClient(write::result(id, &json!({}))));
             }
             "session/resume" => {
                 if let Some(child) = self.reg.get_mut(sid) {
-                    child.loaded = true;
+                    child.view = View::Loaded;
                 }
                 out.push(Action::ToClient(write::result(id, &json!({}))));
             }
             "session/close" => {
                 if let Some(child) = self.reg.get_mut(sid) {
-                    child.loaded = false;
+                    child.view = View::Closed;
                 }
                 out.push(Action::ToClient(write::result(id, &json!({}))));
             }
@@ -105,15 +108,15 @@ impl Engine {
             );
             return;
         };
-        if child.card_final && child.state != ChildState::Running {
+        if child.card_is_final() && child.state != ChildState::Running {
             return;
         }
         // Shown cancelled only once the agent confirms or the parent's turn ends.
-        child.cancel_requested = true;
-        let target = match (&child.agent_child, child.can_cancel) {
-            (Some(agent_child), true) => Some(agent_child.clone()),
+        child.cancel = Cancel::Asked;
+        let target = match (&child.agent_child, child.stop_route) {
+            (Some(agent_child), StopRoute::Direct) => Some(agent_child.clone()),
             _ => match self.cfg.zed.child_cancel {
-                ChildCancel::Parent => Some(child.top.clone()),
+                ChildCancel::Parent => Some(child.top_session.clone()),
                 ChildCancel::Ignore => None,
             },
         };
@@ -160,32 +163,35 @@ pub(super) fn restore_child(reg: &mut Registry, stored: StoredChild) {
         return;
     }
     let agent_child = ids::agent_child_of_spawn(&stored.spawn_tool_call_id).map(str::to_owned);
-    let (parent_root, top) = match reg.get(&stored.parent_session_id) {
-        Some(p) => (p.root.clone(), p.top.clone()),
+    let (parent_agent_session, top_session) = match reg.get(&stored.parent_session_id) {
+        Some(p) => (p.agent_session.clone(), p.top_session.clone()),
         None => (
             stored.parent_session_id.clone(),
             stored.parent_session_id.clone(),
         ),
     };
-    let root = agent_child.clone().unwrap_or(parent_root);
+    let agent_session = agent_child.clone().unwrap_or(parent_agent_session);
     let tool_name = if agent_child.is_some() {
         SYNTHETIC_TOOL_NAME
     } else {
         "Agent"
     };
-    let mut child = Child::new(
-        stored.child_id,
-        stored.parent_session_id,
-        root,
-        top,
-        stored.spawn_tool_call_id,
-        tool_name.to_owned(),
-    );
+    let site = SpawnSite {
+        agent_session,
+        parent: stored.parent_session_id,
+        top_session,
+        spawn_id: stored.spawn_tool_call_id,
+    };
+    let mut child = Child::new(stored.child_id, site, tool_name.to_owned());
     child.agent_child = agent_child;
     child.title = stored.title.unwrap_or_default();
     child.state = stored.state;
-    child.card_final = child.state.is_final();
-    child.prompt_recorded = !stored.updates.is_empty();
+    if child.state.is_final() {
+        child.card = Card::Final;
+    }
+    if !stored.updates.is_empty() {
+        child.prompt = Prompt::Recorded;
+    }
     child.thread = stored
         .updates
         .into_iter()

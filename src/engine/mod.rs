@@ -26,7 +26,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::subagents::detect::Detector;
-use crate::subagents::model::{Child, Registry};
+use crate::subagents::model::{Child, Registry, Replay};
 use crate::subagents::persist::{StoreOp, StoredChild};
 use crate::subagents::render::transcript::Transcript;
 use crate::subagents::render::zed::Zed;
@@ -511,7 +511,12 @@ impl Engine {
             client_side::restore_child(&mut self.reg, stored);
             let replaying = &self.replaying;
             if let Some(child) = self.reg.get_mut(&id) {
-                child.replay_skip = replaying.contains(&child.top) && !child.thread.is_empty();
+                child.replay = if replaying.contains(&child.top_session) && !child.thread.is_empty()
+                {
+                    Replay::Known
+                } else {
+                    Replay::Live
+                };
             }
         }
     }
@@ -692,8 +697,8 @@ impl Engine {
         });
         // Children already known keep their recorded thread: the replay must not double it.
         for child in self.reg.children.values_mut() {
-            if child.top == session && !child.thread.is_empty() {
-                child.replay_skip = true;
+            if child.top_session == session && !child.thread.is_empty() {
+                child.replay = Replay::Known;
             }
         }
     }
@@ -709,7 +714,7 @@ impl Engine {
             .reg
             .children
             .values()
-            .filter(|c| c.top == session && c.parent == session && c.agent_child.is_some())
+            .filter(|c| c.top_session == session && c.parent == session && c.agent_child.is_some())
             .filter(|c| !self.replay_cards.contains(&c.id))
             .collect();
         missing.sort_by(|a, b| a.spawn_id.cmp(&b.spawn_id));
@@ -722,8 +727,8 @@ impl Engine {
         }
         let mut done = Vec::new();
         for child in self.reg.children.values_mut() {
-            if child.top == session {
-                child.replay_skip = false;
+            if child.top_session == session {
+                child.replay = Replay::Live;
                 done.push(child.id.clone());
             }
         }

@@ -73,6 +73,112 @@ pub struct TurnRange {
     pub end: Option<u32>,
 }
 
+/// Where a child was spawned: the coordinates every child is created from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpawnSite {
+    /// The agent session the child's events arrive on: the top-level session for legacy
+    /// wires, the child's own agent session for standard ACP.
+    pub agent_session: String,
+    /// Client-facing id of the session whose thread holds the spawn card.
+    pub parent: String,
+    /// The top-level session (one the client created or loaded) the child belongs to.
+    pub top_session: String,
+    /// The spawn's tool call id (synthesized for standard ACP children).
+    pub spawn_id: String,
+}
+
+/// What the child's spawn card shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Card {
+    /// Open, titled with the task.
+    #[default]
+    Open,
+    /// Open, titled with the child's latest step (live progress); the task title comes back
+    /// when the card gets its final status.
+    Progress,
+    /// The card has its final status. A background child may still add to its thread (the
+    /// card's range grows), and a continued child opens it again.
+    Final,
+}
+
+/// Live progress: the child's steps (tool calls) so far and the latest one's title, kept
+/// across the child's turns.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Progress {
+    pub steps: u32,
+    pub activity: Option<String>,
+}
+
+/// Whether the client has the child's thread open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum View {
+    /// Not loaded: the child's events are recorded, and shown once the client loads it.
+    #[default]
+    Closed,
+    /// Loaded: live updates go to the client under the child's id.
+    Loaded,
+}
+
+/// How the client's Stop on the child reaches the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StopRoute {
+    /// The agent cannot cancel the child alone: the parent's turn is cancelled (or nothing,
+    /// as `child_cancel` says).
+    #[default]
+    ViaParent,
+    /// The agent announced it can cancel this child on its own (standard
+    /// `capabilities.cancel`): the child's own session is cancelled.
+    Direct,
+}
+
+/// Whether the client asked to stop the child. A child is shown cancelled only once the
+/// agent confirms or the parent's turn ends, never on the request alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Cancel {
+    #[default]
+    NotAsked,
+    Asked,
+}
+
+/// Whether the child's thread starts with its task prompt yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Prompt {
+    #[default]
+    Awaited,
+    Recorded,
+}
+
+/// How the child runs beside its spawn tool call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Run {
+    /// Its spawn tool call completes when the child does.
+    #[default]
+    Foreground,
+    /// It runs on after its spawn tool call completed (Claude's background agents): that
+    /// completion is only the launch notice.
+    Background,
+}
+
+/// During a replay of the parent (a client's `session/load`): whether this child's events are
+/// new or already in its recorded thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Replay {
+    /// Record what arrives.
+    #[default]
+    Live,
+    /// The thread already holds what the replay brings: record nothing again.
+    Known,
+}
+
+/// Whether the proxy still models the child.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Tracking {
+    #[default]
+    Modelled,
+    /// Over a limit: the child's further events pass through to the parent unchanged.
+    PassThrough,
+}
+
 /// A child session the proxy serves to the client.
 #[derive(Debug, Clone)]
 pub struct Child {
@@ -82,9 +188,9 @@ pub struct Child {
     pub parent: String,
     /// The agent session the child's events arrive on: the top-level session for legacy
     /// wires, the child's own agent session for standard ACP (see `agent_child`).
-    pub root: String,
+    pub agent_session: String,
     /// The top-level session (one the client created or loaded) this child belongs to.
-    pub top: String,
+    pub top_session: String,
     pub spawn_id: String,
     /// The agent's own session id for this child (standard ACP subagents).
     pub agent_child: Option<String>,
@@ -97,46 +203,35 @@ pub struct Child {
     pub thread: Vec<Arc<str>>,
     pub entries: EntryCounter,
     pub turns: Vec<TurnRange>,
-    /// The client loaded this child: live updates go to it under `id`.
-    pub loaded: bool,
-    /// The agent can cancel this child on its own (standard `capabilities.cancel`).
-    pub can_cancel: bool,
-    pub cancel_requested: bool,
-    pub prompt_recorded: bool,
-    /// Runs on after its spawn tool call completed (Claude background agents).
-    pub background: bool,
-    /// The spawn card got its final status.
-    pub card_final: bool,
-    /// Live progress: tool calls so far and the latest one's title.
-    pub steps: u32,
-    pub activity: Option<String>,
-    pub progress_shown: bool,
+    pub card: Card,
+    pub progress: Progress,
+    pub view: View,
+    pub stop_route: StopRoute,
+    pub cancel: Cancel,
+    pub prompt: Prompt,
+    pub run: Run,
+    pub replay: Replay,
+    pub tracking: Tracking,
     /// Message ids of standard `session_message`s already recorded (they arrive twice).
     pub seen_messages: Vec<String>,
-    /// During a replay of the parent, this child's events are already known: do not record
-    /// them again.
-    pub replay_skip: bool,
     pub cwd: Option<String>,
     /// Bytes recorded in `thread`.
     pub bytes: usize,
-    /// Over a limit: the child's events pass through to the parent unchanged.
-    pub degraded: bool,
 }
 
 impl Child {
-    pub fn new(
-        id: String,
-        parent: String,
-        root: String,
-        top: String,
-        spawn_id: String,
-        tool_name: String,
-    ) -> Child {
+    pub fn new(id: String, site: SpawnSite, tool_name: String) -> Child {
+        let SpawnSite {
+            agent_session,
+            parent,
+            top_session,
+            spawn_id,
+        } = site;
         Child {
             id,
             parent,
-            root,
-            top,
+            agent_session,
+            top_session,
             spawn_id,
             agent_child: None,
             tool_name,
@@ -148,21 +243,77 @@ impl Child {
                 start: 0,
                 end: None,
             }],
-            loaded: false,
-            can_cancel: false,
-            cancel_requested: false,
-            prompt_recorded: false,
-            background: false,
-            card_final: false,
-            steps: 0,
-            activity: None,
-            progress_shown: false,
+            card: Card::Open,
+            progress: Progress::default(),
+            view: View::Closed,
+            stop_route: StopRoute::ViaParent,
+            cancel: Cancel::NotAsked,
+            prompt: Prompt::Awaited,
+            run: Run::Foreground,
+            replay: Replay::Live,
+            tracking: Tracking::Modelled,
             seen_messages: Vec::new(),
-            replay_skip: false,
             cwd: None,
             bytes: 0,
-            degraded: false,
         }
+    }
+
+    /// Whether the spawn card has its final status.
+    pub fn card_is_final(&self) -> bool {
+        self.card == Card::Final
+    }
+
+    /// Live progress: one more step, titled `activity`; the card now shows it.
+    pub fn show_step(&mut self, activity: Option<String>) {
+        self.progress.steps += 1;
+        self.progress.activity = activity;
+        self.card = Card::Progress;
+    }
+
+    /// The child's turn ended in `state`: its range closes and the card is final. Returns
+    /// whether the card showed live progress (its title must be the task's again).
+    pub fn finish_card(&mut self, state: ChildState) -> bool {
+        self.end_turn();
+        self.state = state;
+        std::mem::replace(&mut self.card, Card::Final) == Card::Progress
+    }
+
+    /// A finished child got new work (a continued subagent): a new turn in an open card.
+    /// Returns false if the card was still open.
+    pub fn reopen_card(&mut self) -> bool {
+        if !self.card_is_final() {
+            return false;
+        }
+        self.card = Card::Open;
+        self.cancel = Cancel::NotAsked;
+        self.state = ChildState::Running;
+        self.start_turn();
+        true
+    }
+
+    /// Whether the client asked to stop the child.
+    pub fn cancel_asked(&self) -> bool {
+        self.cancel == Cancel::Asked
+    }
+
+    /// Whether the client has the child's thread open.
+    pub fn is_loaded(&self) -> bool {
+        self.view == View::Loaded
+    }
+
+    /// Whether the child runs on after its spawn tool call completed.
+    pub fn is_background(&self) -> bool {
+        self.run == Run::Background
+    }
+
+    /// Whether a replay of the parent brings nothing new for this child.
+    pub fn replay_known(&self) -> bool {
+        self.replay == Replay::Known
+    }
+
+    /// Whether the child's events pass through unmodelled (it went over a limit).
+    pub fn passes_through(&self) -> bool {
+        self.tracking == Tracking::PassThrough
     }
 
     /// The turn the card shows now (the last one).
@@ -175,7 +326,7 @@ impl Child {
 
     /// A legacy child (no session of its own) that may still produce events.
     pub fn is_open_legacy(&self) -> bool {
-        self.agent_child.is_none() && (!self.state.is_final() || self.background)
+        self.agent_child.is_none() && (!self.state.is_final() || self.is_background())
     }
 
     /// Record one update by its kind and tool call id (what the entry rules read) and its
@@ -237,7 +388,7 @@ pub struct Registry {
 impl Registry {
     pub fn insert(&mut self, child: Child) {
         self.tool_ids.insert(child.spawn_id.clone());
-        let key = Pair::new(&child.root, &child.spawn_id);
+        let key = Pair::new(&child.agent_session, &child.spawn_id);
         self.note_key(&child.id, key.clone());
         self.by_spawn.insert(key, child.id.clone());
         if let Some(agent_child) = &child.agent_child {
@@ -310,7 +461,7 @@ impl Registry {
     pub fn has_open_legacy_child(&self, session: &str) -> bool {
         self.children
             .values()
-            .any(|c| c.top == session && c.is_open_legacy())
+            .any(|c| c.top_session == session && c.is_open_legacy())
     }
 
     /// Nesting depth of a session: 0 for a top-level session, 1 for its children, ...

@@ -93,12 +93,13 @@ pub fn progress_notification(session: &str, child: &Child, title: &str) -> Bytes
 /// The live-progress title: `Task · latest activity · N steps`, bounded.
 pub fn progress_title(child: &Child) -> String {
     let mut title = child.title.clone();
-    if let Some(activity) = &child.activity {
+    if let Some(activity) = &child.progress.activity {
         title.push_str(" · ");
         title.push_str(&truncate(activity, MAX_ACTIVITY_CHARS));
     }
-    let s = if child.steps == 1 { "" } else { "s" };
-    title.push_str(&format!(" · {} step{s}", child.steps));
+    let steps = child.progress.steps;
+    let s = if steps == 1 { "" } else { "s" };
+    title.push_str(&format!(" · {steps} step{s}"));
     truncate(&title, MAX_TITLE_CHARS)
 }
 
@@ -142,9 +143,7 @@ impl Render for Zed {
         if !(step.new_tool_call && self.live_progress) {
             return None;
         }
-        child.steps += 1;
-        child.activity = step.title.map(str::to_owned);
-        child.progress_shown = true;
+        child.show_step(step.title.map(str::to_owned));
         let title = progress_title(child);
         Some(if step.nested {
             CardChange::Update(card_update(child, None, Some(&title)))
@@ -161,18 +160,18 @@ mod tests {
     use super::*;
 
     fn child() -> Child {
-        let mut c = Child::new(
-            "acpx-sub-x".into(),
-            "p".into(),
-            "p".into(),
-            "p".into(),
-            "t1".into(),
-            "Agent".into(),
-        );
+        let site = SpawnSite {
+            agent_session: "p".into(),
+            parent: "p".into(),
+            top_session: "p".into(),
+            spawn_id: "t1".into(),
+        };
+        let mut c = Child::new("acpx-sub-x".into(), site, "Agent".into());
         c.title = "Survey text files".into();
         c
     }
 
+    use crate::subagents::model::SpawnSite;
     use crate::wire::write::session_update;
 
     #[test]
@@ -221,15 +220,15 @@ mod tests {
     #[test]
     fn progress_title_is_bounded() {
         let mut c = child();
-        c.steps = 3;
-        c.activity = Some("Find `*.txt`".into());
+        c.progress.steps = 3;
+        c.progress.activity = Some("Find `*.txt`".into());
         assert_eq!(
             progress_title(&c),
             "Survey text files · Find `*.txt` · 3 steps"
         );
-        c.activity = Some("x".repeat(500));
+        c.progress.activity = Some("x".repeat(500));
         assert!(progress_title(&c).chars().count() <= MAX_TITLE_CHARS);
-        c.activity = Some("line one\nline two".into());
+        c.progress.activity = Some("line one\nline two".into());
         assert!(progress_title(&c).contains("line one…"));
     }
 }
