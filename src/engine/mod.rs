@@ -4,32 +4,50 @@
 //! I/O or reads a clock: the shell passes each frame with a timestamp and carries out the
 //! returned [`Action`]s in order. Frames it does not change are forwarded as the same `Bytes`.
 //!
-//! Routing is split by concern: [`agent_side`] handles what the agent sends (updates,
-//! requests to the client), [`client_side`] what the client sends about child sessions, and
-//! [`crate::wire::write`] builds the few JSON-RPC lines the proxy writes itself.
+//! Its two entries, [`Engine::from_client`] and [`Engine::from_agent`], are here; the work is
+//! split by concern:
+//! - `handshake`: `initialize`, which decides the output flavour (and its renderer);
+//! - `route`: where an agent's `session/update` goes (most pass on the bytes alone);
+//! - `spawn`, `standard`: children announced by a spawn tool call (legacy wires) or by
+//!   standard ACP `subagent_update`s;
+//! - `child_events`, `thread`: a child's own events, recorded in its thread;
+//! - `lifecycle`: finishing, continuing, cancelling, limits, letting go;
+//! - `permissions`: the agent's requests to the client, held while unattributed;
+//! - `child_sessions`: what the client sends about child sessions (the proxy serves them);
+//! - `replay`: reopened parents and the children the store kept.
+//!
+//! The engine imports only [`crate::wire`] and [`crate::subagents`]; the shell, the store and
+//! the config depend on it, never the other way round.
 
-mod agent_side;
-mod client_side;
+mod action;
+mod child_events;
+mod child_sessions;
 mod config;
+mod handshake;
+mod lifecycle;
 pub mod pending;
+mod permissions;
+mod recent;
+mod replay;
+mod route;
+mod spawn;
+mod standard;
+mod thread;
 
+pub use action::{Action, Note, NoteLevel};
 pub use config::{ChildCancel, EngineConfig, Limits, LiveChildEvents, SubagentDisplay, ZedOptions};
 
-use hashbrown::HashSet;
 use std::borrow::Cow;
 
-use crate::subagents::pair::{Pair, PairRef, PairSet};
-
 use bytes::Bytes;
+use hashbrown::HashSet;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::subagents::detect::Detector;
-use crate::subagents::model::{Child, Registry, Replay};
-use crate::subagents::persist::{StoreOp, StoredChild};
-use crate::subagents::render::transcript::Transcript;
-use crate::subagents::render::zed::Zed;
+use crate::subagents::model::Registry;
+use crate::subagents::pair::PairSet;
 use crate::subagents::render::Render;
 use crate::wire::envelope::{self, Kind, Parsed};
 use crate::wire::keys;
@@ -37,40 +55,11 @@ use crate::wire::read_ahead::{AgentScan, Pre, Scanner};
 use crate::wire::update_view::UpdateFrame;
 use crate::wire::{self, write};
 use pending::PendingRequests;
+use permissions::HeldRequest;
+use recent::RecentSet;
 
 /// Milliseconds on a monotonic clock chosen by the shell.
 pub type Millis = u64;
-
-/// What the shell must do, in order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Action {
-    /// Write these bytes (one or more complete lines) to the client.
-    ToClient(Bytes),
-    /// Write these bytes (one or more complete lines) to the agent.
-    ToAgent(Bytes),
-    /// A diagnostic worth a line on stderr and a record in the dump.
-    Note(Note),
-    /// Persist this in the durable store (off the hot path).
-    Store(StoreOp),
-    /// Look up every stored child of this parent session and hand them to
-    /// [`Engine::restore`] before carrying out the next action.
-    FetchChildren { parent_session_id: String },
-    /// Look up one stored child and hand it to [`Engine::child_fetched`] with this request.
-    FetchChild { child_id: String, request: Bytes },
-}
-
-/// A diagnostic from the engine.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Note {
-    pub level: NoteLevel,
-    pub message: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NoteLevel {
-    Info,
-    Warn,
-}
 
 /// The output flavour in force once the client's `initialize` was seen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,23 +72,6 @@ pub enum Mode {
     Acp,
     /// Neither: the child's work is folded into its spawn card as a bounded log.
     Transcript,
-}
-
-/// The renderer of an output flavour (Zed's cards until the client's `initialize` chose).
-fn renderer_for(mode: Option<Mode>, cfg: &EngineConfig) -> Box<dyn Render> {
-    match mode {
-        Some(Mode::Transcript) => Box::new(Transcript::default()),
-        _ => Box::new(Zed::new(cfg.zed.live_progress)),
-    }
-}
-
-/// A permission request waiting to learn which session it belongs to.
-#[derive(Debug)]
-struct HeldRequest {
-    session: String,
-    tool_call_id: String,
-    frame: Bytes,
-    deadline: Millis,
 }
 
 /// The protocol state machine between one client and one agent.
@@ -134,46 +106,15 @@ pub struct Engine {
     parent_tools: RecentSet,
 }
 
-/// Child ids remembered as already looked up in the store, at most.
-const STORE_TRIED_MAX: usize = 4096;
-
-/// A bounded set that forgets its oldest members: the last [`RecentSet::CAPACITY`] to
-/// [`RecentSet::CAPACITY`] × 2 inserted, kept as two generations (when the newer one is full
-/// it becomes the older, and the older is dropped), so an insert is one hash insert, with no
-/// queue of keys beside the set.
-#[derive(Debug, Default)]
-struct RecentSet {
-    newer: PairSet,
-    older: PairSet,
-}
-
-impl RecentSet {
-    const CAPACITY: usize = 4096;
-
-    fn insert(&mut self, session: &str, id: &str) {
-        if self.contains(session, id) {
-            return;
-        }
-        if self.newer.len() >= Self::CAPACITY {
-            self.older = std::mem::take(&mut self.newer);
-        }
-        self.newer.insert(Pair::new(session, id));
-    }
-
-    fn contains(&self, session: &str, id: &str) -> bool {
-        let key = PairRef(session, id);
-        self.newer.contains(&key) || self.older.contains(&key)
-    }
-
-    fn len(&self) -> usize {
-        self.newer.len() + self.older.len()
-    }
-}
-
 impl Default for Engine {
     fn default() -> Self {
         Engine::new(EngineConfig::default())
     }
+}
+
+/// A string field of a JSON object.
+pub(super) fn str_field<'v>(v: &'v Value, key: &str) -> Option<&'v str> {
+    v.get(key).and_then(Value::as_str)
 }
 
 /// `params` of a request or notification that names a session.
@@ -192,7 +133,7 @@ impl Engine {
     pub fn new(cfg: EngineConfig) -> Self {
         let detector = Detector::new(cfg.presets.clone());
         let mode = (cfg.display == SubagentDisplay::Off).then_some(Mode::Off);
-        let render = renderer_for(None, &cfg);
+        let render = handshake::renderer_for(None, &cfg);
         Engine {
             cfg,
             mode,
@@ -257,7 +198,7 @@ impl Engine {
                 drop(env);
                 if self.models_subagents() {
                     if let Some(sid) = &session {
-                        if client_side::is_child_id(&self.reg, sid) {
+                        if child_sessions::is_child_id(&self.reg, sid) {
                             self.client_child_request(&id, &method, sid, frame, now, out);
                             return;
                         }
@@ -284,7 +225,7 @@ impl Engine {
                 let session = session_of(env.params);
                 drop(env);
                 match session {
-                    Some(sid) if client_side::is_child_id(&self.reg, &sid) => {
+                    Some(sid) if child_sessions::is_child_id(&self.reg, &sid) => {
                         self.client_child_notification(&method, &sid, out);
                     }
                     _ => out.push(Action::ToAgent(frame)),
@@ -351,7 +292,7 @@ impl Engine {
                 _ => UpdateFrame::parse(text),
             });
             if let Some(f) = parsed {
-                self.agent_update_parts(frame, &f.session_id, f.update, found, now, out);
+                self.agent_update_parts(frame, &f.session_id, f.update, found, out);
                 return;
             }
         }
@@ -375,7 +316,7 @@ impl Engine {
                 if self.models_subagents() && env.method() == Some("session/update") =>
             {
                 match env.params {
-                    Some(p) => self.agent_update(frame, p.get(), found, now, out),
+                    Some(p) => self.agent_update(frame, p.get(), found, out),
                     None => out.push(Action::ToClient(frame)),
                 }
             }
@@ -389,46 +330,9 @@ impl Engine {
                 out.push(Action::ToClient(frame));
             }
             Kind::Request if self.models_subagents() => {
-                self.route_agent_request(frame, now, true, out);
+                self.route_agent_request(frame, now, out);
             }
             _ => out.push(Action::ToClient(frame)),
-        }
-    }
-
-    /// The hot path: most agent frames (message chunks, plans, usage) need no parse at all.
-    /// A frame without an `"id"` key is no request or response; one that also names no tool
-    /// call, no subagent kind, no parent reference (and no standard child is known, whose
-    /// traffic is told apart by session id) cannot concern a subagent. The byte tests can
-    /// only err towards the slow path: inside JSON strings quotes are escaped, so these keys
-    /// cannot hide, while look-alikes in text merely cost a parse. The caller has already
-    /// checked that the frame has no `"id"` key.
-    fn passes_untouched(&self, frame: &[u8], found: keys::Found) -> bool {
-        use keys::kind;
-        match self.mode {
-            None | Some(Mode::Off) | Some(Mode::Acp) => true,
-            Some(Mode::Zed | Mode::Transcript) => {
-                if self.reg.has_agent_children()
-                    || found.has(kind::SUBAGENT | kind::SESSION_MESSAGE | kind::PARENT)
-                {
-                    return false;
-                }
-                if !found.has(kind::TOOL_CALL) {
-                    return true;
-                }
-                if !found.has(kind::NEW_TOOL_CALL) {
-                    // Only updates of tool calls: one concerns a subagent only when it names a
-                    // spawn or a child's tool call (no spawn starts, nothing held is released).
-                    // The parent's updates while children run, most bytes of a delegating
-                    // turn, pass without a parse.
-                    return !self.reg.may_know_tool_in(frame);
-                }
-                // A tool call: it may start a subagent, belong to a child, or be waited for
-                // by a held permission request (then the parent's tool calls are tracked).
-                self.held.is_empty()
-                    && !self.reg.has_open_legacy_children()
-                    && !found.has(kind::SPAWN)
-                    && !self.reg.may_know_tool_in(frame)
-            }
         }
     }
 
@@ -480,77 +384,6 @@ impl Engine {
         self.client_requests.len()
     }
 
-    /// When [`Engine::handle_timeout`] must next be called, if ever.
-    pub fn poll_timeout(&self) -> Option<Millis> {
-        self.held.iter().map(|h| h.deadline).min()
-    }
-
-    /// Time passed: release what waited too long.
-    pub fn handle_timeout(&mut self, now: Millis, out: &mut Vec<Action>) {
-        let (due, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
-            .into_iter()
-            .partition(|h| h.deadline <= now);
-        self.held = keep;
-        for h in due {
-            self.note(
-                out,
-                NoteLevel::Info,
-                format!(
-                    "permission request for tool call {} could not be attributed within {} ms: shown in its session as sent",
-                    h.tool_call_id, self.cfg.zed.permission_hold_ms
-                ),
-            );
-            self.route_agent_request(h.frame, now, false, out);
-        }
-    }
-
-    /// Children the store kept for a parent session (after a restart).
-    pub fn restore(&mut self, children: Vec<StoredChild>) {
-        for stored in children {
-            let id = stored.child_id.clone();
-            client_side::restore_child(&mut self.reg, stored);
-            let replaying = &self.replaying;
-            if let Some(child) = self.reg.get_mut(&id) {
-                child.replay = if replaying.contains(&child.top_session) && !child.thread.is_empty()
-                {
-                    Replay::Known
-                } else {
-                    Replay::Live
-                };
-            }
-        }
-    }
-
-    /// The store's answer to [`Action::FetchChild`]: serve or refuse the held request.
-    pub fn child_fetched(
-        &mut self,
-        child: Option<StoredChild>,
-        request: Bytes,
-        now: Millis,
-        out: &mut Vec<Action>,
-    ) {
-        if self.store_tried.len() >= STORE_TRIED_MAX {
-            // Only a cache of answers: forgetting it means asking the store again.
-            self.store_tried.clear();
-        }
-        let restored = child.map(|stored| {
-            let id = stored.child_id.clone();
-            self.store_tried.insert(id.clone());
-            client_side::restore_child(&mut self.reg, stored);
-            id
-        });
-        if let Parsed::Message(env) = envelope::parse(&request) {
-            if let Some(sid) = session_of(env.params) {
-                self.store_tried.insert(sid);
-            }
-        }
-        self.from_client(request, now, out);
-        if let Some(id) = restored {
-            // Served: a finished child leaves memory again in its turn, like any other.
-            self.retire(&id);
-        }
-    }
-
     fn note(&mut self, out: &mut Vec<Action>, level: NoteLevel, message: String) {
         out.push(Action::Note(Note { level, message }));
     }
@@ -560,79 +393,6 @@ impl Engine {
         if self.reported.insert(key.to_owned()) {
             self.note(out, NoteLevel::Warn, message);
         }
-    }
-
-    fn client_initialize(&mut self, frame: Bytes, out: &mut Vec<Action>) {
-        let Some(mut msg) = wire::parse_value(&frame) else {
-            out.push(Action::ToAgent(frame));
-            return;
-        };
-        let params = &msg["params"];
-        let advertises_subagents = params.pointer("/clientCapabilities/subagents").is_some();
-        let client_name = params
-            .pointer("/clientInfo/name")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let is_zed = client_name.to_ascii_lowercase().contains("zed");
-        let mode = match self.cfg.display {
-            SubagentDisplay::Off => Mode::Off,
-            SubagentDisplay::Zed => Mode::Zed,
-            SubagentDisplay::Acp => Mode::Acp,
-            SubagentDisplay::Transcript => Mode::Transcript,
-            SubagentDisplay::Auto if advertises_subagents => Mode::Acp,
-            SubagentDisplay::Auto if is_zed => Mode::Zed,
-            SubagentDisplay::Auto => Mode::Transcript,
-        };
-        if self.mode != Some(mode) {
-            self.render = renderer_for(Some(mode), &self.cfg);
-        }
-        self.mode = Some(mode);
-        self.note(
-            out,
-            NoteLevel::Info,
-            format!(
-                "client `{client_name}`: subagents shown as {mode:?} (display = {:?})",
-                self.cfg.display
-            ),
-        );
-        if !matches!(mode, Mode::Zed | Mode::Transcript) {
-            out.push(Action::ToAgent(frame));
-            return;
-        }
-        let mut changed = false;
-        if let Some(v) = msg.pointer_mut("/params/protocolVersion") {
-            if v.as_u64().is_some_and(|n| n > 1) {
-                // The proxy understands v1 shapes only: negotiate v1 rather than let a newer
-                // version through silently.
-                *v = Value::from(1);
-                changed = true;
-            }
-        }
-        if self.cfg.zed.opt_in {
-            if let Some(params) = msg.get_mut("params").and_then(Value::as_object_mut) {
-                let caps = params
-                    .entry("clientCapabilities")
-                    .or_insert_with(|| Value::Object(Default::default()));
-                if let Some(caps) = caps.as_object_mut() {
-                    if !caps.contains_key("subagents") {
-                        caps.insert("subagents".into(), Value::Object(Default::default()));
-                        changed = true;
-                    }
-                    let meta = caps
-                        .entry("_meta")
-                        .or_insert_with(|| Value::Object(Default::default()));
-                    if let Some(meta) = meta.as_object_mut() {
-                        meta.insert("subagent-transcript".into(), Value::Bool(true));
-                        changed = true;
-                    }
-                }
-            }
-        }
-        out.push(Action::ToAgent(if changed {
-            write::line(&msg)
-        } else {
-            frame
-        }));
     }
 
     fn agent_response(
@@ -650,7 +410,7 @@ impl Engine {
                 out.push(Action::ToClient(frame));
             }
             "session/list" if self.models_subagents() => out.push(Action::ToClient(
-                client_side::filter_session_list(&self.reg, frame),
+                child_sessions::filter_session_list(&self.reg, frame),
             )),
             "session/prompt" if self.models_subagents() => {
                 out.push(Action::ToClient(frame));
@@ -659,85 +419,6 @@ impl Engine {
                 }
             }
             _ => out.push(Action::ToClient(frame)),
-        }
-    }
-
-    fn agent_initialized(&mut self, frame: Bytes, out: &mut Vec<Action>) {
-        let Some(mut msg) = wire::parse_value(&frame) else {
-            out.push(Action::ToClient(frame));
-            return;
-        };
-        let Some(result) = msg.get_mut("result").and_then(Value::as_object_mut) else {
-            out.push(Action::ToClient(frame));
-            return;
-        };
-        self.agent_name = result
-            .get("agentInfo")
-            .and_then(|i| i.get("name"))
-            .and_then(Value::as_str)
-            .unwrap_or("agent")
-            .to_owned();
-        let caps = result
-            .entry("agentCapabilities")
-            .or_insert_with(|| Value::Object(Default::default()));
-        if let Some(caps) = caps.as_object_mut() {
-            self.agent_loads = caps.get("loadSession").and_then(Value::as_bool) == Some(true);
-            // Zed loads child threads only from agents that advertise loadSession; the proxy
-            // serves child loads itself and answers parent loads with an error when the
-            // agent cannot.
-            caps.insert("loadSession".into(), Value::Bool(true));
-        }
-        out.push(Action::ToClient(write::line(&msg)));
-    }
-
-    fn begin_replay(&mut self, session: &str, out: &mut Vec<Action>) {
-        self.replaying.insert(session.to_owned());
-        out.push(Action::FetchChildren {
-            parent_session_id: session.to_owned(),
-        });
-        // Children already known keep their recorded thread: the replay must not double it.
-        for child in self.reg.children.values_mut() {
-            if child.top_session == session && !child.thread.is_empty() {
-                child.replay = Replay::Known;
-            }
-        }
-    }
-
-    /// The agent finished replaying a parent. Cards the proxy synthesized for standard
-    /// children are not in the agent's history unless it replayed the announcements: show
-    /// the missing ones now, so the reopened thread has every card.
-    fn end_replay(&mut self, session: &str, out: &mut Vec<Action>) {
-        if !self.replaying.remove(session) {
-            return;
-        }
-        let mut missing: Vec<&Child> = self
-            .reg
-            .children
-            .values()
-            .filter(|c| c.top_session == session && c.parent == session && c.agent_child.is_some())
-            .filter(|c| !self.replay_cards.contains(&c.id))
-            .collect();
-        missing.sort_by(|a, b| a.spawn_id.cmp(&b.spawn_id));
-        let cards: Vec<Value> = missing
-            .into_iter()
-            .map(|c| self.render.synthesized_card(c))
-            .collect();
-        for card in cards {
-            out.push(Action::ToClient(write::session_update(session, &card)));
-        }
-        let mut done = Vec::new();
-        for child in self.reg.children.values_mut() {
-            if child.top_session == session {
-                child.replay = Replay::Live;
-                done.push(child.id.clone());
-            }
-        }
-        // A fixed order (the map's is random per process): the same children leave memory.
-        done.sort();
-        for id in done {
-            self.replay_cards.remove(&id);
-            // Children restored for the replay leave memory again in their turn.
-            self.retire(&id);
         }
     }
 }
