@@ -6,6 +6,7 @@ use serde::Deserialize;
 
 use crate::engine::{EngineConfig, Limits, SubagentDisplay, ZedOptions};
 use crate::subagents::presets;
+use crate::transport::relay::ShutdownConfig;
 
 /// Default maximum size of one frame held in memory (64 MiB).
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
@@ -78,24 +79,6 @@ impl Default for DumpConfig {
             path: None,
             redact: true,
             queue_frames: 4096,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ShutdownConfig {
-    /// After closing the agent's stdin, wait this long before SIGTERM to its process group.
-    pub stdin_grace_ms: u64,
-    /// After SIGTERM, wait this long before SIGKILL.
-    pub term_grace_ms: u64,
-}
-
-impl Default for ShutdownConfig {
-    fn default() -> Self {
-        ShutdownConfig {
-            stdin_grace_ms: 1000,
-            term_grace_ms: 2000,
         }
     }
 }

@@ -1,10 +1,15 @@
-//! I/O around the engine: line framing, the agent process, the stdio relay.
+//! I/O around the engine: line framing, the agent's process, the stdio relay.
+//!
+//! [`relay`] runs a session: it starts the agent (or, started by a conductor, runs as a chain
+//! link) and selects over every reader. What arrives goes through the one [`shell::Shell`],
+//! which feeds the engine and carries out its actions; chain mode is a layer inside it, not a
+//! loop of its own.
 
-pub mod actions;
 pub mod agent_process;
 pub mod agent_reader;
-pub mod chain_relay;
 pub mod framing;
 pub mod outbox;
 pub mod pipe;
 pub mod relay;
+mod shell;
+mod timer;
