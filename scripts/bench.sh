@@ -9,5 +9,5 @@
 # Every option is listed by `scripts/bench.sh --help`. Method and results: docs/performance.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --locked --bin acp-proxy --bin acp-bench >&2
+cargo build --release --locked -p acp-proxy -p acp-bench >&2
 exec target/release/acp-bench run "$@"
