@@ -14,6 +14,7 @@ pub struct Mapped {
 
 // SAFETY: the mapping is read-only and owned by this value.
 unsafe impl Send for Mapped {}
+// SAFETY: as for Send: nothing writes through the mapping, so shared reads are sound.
 unsafe impl Sync for Mapped {}
 
 impl Mapped {

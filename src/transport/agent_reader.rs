@@ -9,7 +9,7 @@
 //! decoder's state move with each switch, so no frame is lost, reordered or split differently.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 
 use bytes::BytesMut;
 use futures::StreamExt;
@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 use tokio_util::codec::{Decoder, FramedRead};
 
 use crate::transport::framing::{Frame, LineCodec};
-use crate::transport::pipe::{read_uninit, OwnedPipe};
+use crate::transport::pipe::{read_into, OwnedPipe};
 use crate::wire::lines;
 use crate::wire::read_ahead::{AgentScan, Scanner};
 
@@ -197,7 +197,7 @@ fn read_loop(
         if buf.capacity() - buf.len() < read_buf / 4 {
             buf = buffers.next(buf, read_buf);
         }
-        match read_some(&fd, &mut buf) {
+        match read_into(&fd, &mut buf) {
             Ok(0) => at_end = true,
             // A small read while the relay has taken everything sent so far (it waits for
             // this one): the agent is not streaming.
@@ -245,40 +245,16 @@ impl Buffers {
     }
 }
 
-/// One `read(2)` into the spare capacity of `buf`; 0 at the end of the output.
-fn read_some(fd: &OwnedFd, buf: &mut BytesMut) -> io::Result<usize> {
-    loop {
-        match read_uninit(fd.as_raw_fd(), buf.spare_capacity_mut()) {
-            Ok(n) => {
-                // SAFETY: the kernel initialised `n` bytes of the spare capacity.
-                unsafe { buf.set_len(buf.len() + n) };
-                return Ok(n);
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::io::Write;
-    use std::os::fd::FromRawFd;
 
     use super::*;
     use crate::engine::{Engine, EngineConfig};
 
     fn pipe() -> (OwnedFd, std::fs::File) {
-        let mut fds = [0; 2];
-        // SAFETY: pipe(2) fills the two descriptors, which we then own.
-        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-        // SAFETY: both descriptors were just created and are owned by nobody else.
-        unsafe {
-            (
-                OwnedFd::from_raw_fd(fds[0]),
-                std::fs::File::from_raw_fd(fds[1]),
-            )
-        }
+        let (r, w) = crate::transport::pipe::pipe();
+        (r, std::fs::File::from(w))
     }
 
     async fn next_line(out: &mut AgentOutput) -> (Vec<u8>, bool, usize) {

@@ -5,10 +5,12 @@
 //! which feeds the engine and carries out its actions; chain mode is a layer inside it, not a
 //! loop of its own.
 
+#[allow(unsafe_code)] // signals to the agent's process group
 pub mod agent_process;
 pub mod agent_reader;
 pub mod framing;
 pub mod outbox;
+#[allow(unsafe_code)] // reads, writes and flags of the descriptors the relay polls
 pub mod pipe;
 pub mod relay;
 mod shell;

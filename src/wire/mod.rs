@@ -9,6 +9,7 @@
 pub mod envelope;
 pub mod keys;
 pub mod read_ahead;
+#[allow(unsafe_code)] // SSE2 intrinsics for the string scan
 mod skip;
 pub mod update_view;
 pub mod write;
