@@ -5,14 +5,19 @@
 
 // System calls and SIMD intrinsics only, in the modules that allow it by name.
 #![deny(unsafe_code)]
+#![warn(unreachable_pub)]
 
-pub mod chain;
+// Layers, bottom up: each imports only the ones above it (tests/it/layers.rs checks).
+mod chain;
 pub mod config;
-pub mod devtools;
 pub mod dump;
 pub mod engine;
-pub mod redact;
+mod redact;
 pub mod store;
 pub mod subagents;
 pub mod transport;
 pub mod wire;
+
+/// Development tools the `acp-proxy` binary runs (`demo`, `demo-agent`); not an API.
+#[doc(hidden)]
+pub mod devtools;

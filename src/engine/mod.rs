@@ -25,7 +25,7 @@ mod child_sessions;
 mod config;
 mod handshake;
 mod lifecycle;
-pub mod pending;
+mod pending;
 mod permissions;
 mod recent;
 mod replay;

@@ -7,7 +7,7 @@ use crate::wire::keys::{string_after_key, Found, Signals};
 
 /// The active presets, plus the byte markers that let the engine skip frames cheaply.
 #[derive(Debug, Clone)]
-pub struct Detector {
+pub(crate) struct Detector {
     presets: Vec<Preset>,
     /// Searchers (built once) for the keys whose presence in a frame means it may name a
     /// parent tool call (`"parentToolUseId"`, ...).
@@ -20,7 +20,7 @@ pub struct Detector {
 }
 
 impl Detector {
-    pub fn new(presets: Vec<Preset>) -> Detector {
+    pub(crate) fn new(presets: Vec<Preset>) -> Detector {
         let mut markers: Vec<String> = presets
             .iter()
             .flat_map(|p| p.parent_pointers.iter())
@@ -59,17 +59,17 @@ impl Detector {
     /// Which keys (fixed ones, parent keys, spawn markers) occur in a raw frame: one pass.
     /// A frame without [`kind::SPAWN`](crate::wire::keys::kind::SPAWN) cannot hold a spawn,
     /// one without [`kind::PARENT`](crate::wire::keys::kind::PARENT) names no parent.
-    pub fn scan(&self, raw: &[u8]) -> Found {
+    pub(crate) fn scan(&self, raw: &[u8]) -> Found {
         self.signals.scan(raw)
     }
 
     /// The byte searches behind [`Detector::scan`], for reading frames ahead elsewhere.
-    pub fn signals(&self) -> &Signals {
+    pub(crate) fn signals(&self) -> &Signals {
         &self.signals
     }
 
     /// The tool call id of the spawn this child event belongs to, if any preset names one.
-    pub fn parent_ref<'v>(&self, update: &'v Value) -> Option<&'v str> {
+    pub(crate) fn parent_ref<'v>(&self, update: &'v Value) -> Option<&'v str> {
         self.presets
             .iter()
             .flat_map(|p| p.parent_pointers.iter())
@@ -82,7 +82,7 @@ impl Detector {
     ///
     /// When every preset's parent key lives under the update's `_meta` (as all do today), only
     /// `meta` (that object's text, if the update has one) is searched, not the whole update.
-    pub fn parent_ref_raw(&self, raw: &str, meta: Option<&str>) -> Option<String> {
+    pub(crate) fn parent_ref_raw(&self, raw: &str, meta: Option<&str>) -> Option<String> {
         let raw = if self.parents_under_meta { meta? } else { raw };
         let mut found: Option<&str> = None;
         for finder in &self.markers {
@@ -100,7 +100,7 @@ impl Detector {
     }
 
     /// If this `tool_call` (or first update) starts a subagent: the agent's tool name for it.
-    pub fn spawn_tool_name(&self, update: &Value) -> Option<String> {
+    pub(crate) fn spawn_tool_name(&self, update: &Value) -> Option<String> {
         for p in &self.presets {
             for ptr in p.tool_name_pointers {
                 if let Some(name) = update.pointer(ptr).and_then(Value::as_str) {
@@ -128,17 +128,17 @@ impl Detector {
     }
 
     /// The task prompt a spawn carries.
-    pub fn prompt<'v>(&self, update: &'v Value) -> Option<&'v str> {
+    pub(crate) fn prompt<'v>(&self, update: &'v Value) -> Option<&'v str> {
         self.first_str(update, |p| p.prompt_pointers)
     }
 
     /// A short description of the task (used as the card's title when the agent has none).
-    pub fn description<'v>(&self, update: &'v Value) -> Option<&'v str> {
+    pub(crate) fn description<'v>(&self, update: &'v Value) -> Option<&'v str> {
         self.first_str(update, |p| p.description_pointers)
     }
 
     /// Whether this spawn update says the child runs in the background.
-    pub fn is_background(&self, update: &Value) -> bool {
+    pub(crate) fn is_background(&self, update: &Value) -> bool {
         self.presets
             .iter()
             .flat_map(|p| p.background_pointers.iter())
@@ -146,7 +146,7 @@ impl Detector {
     }
 
     /// The child's final answer carried by a completed spawn, as plain text.
-    pub fn result_text(&self, update: &Value) -> Option<String> {
+    pub(crate) fn result_text(&self, update: &Value) -> Option<String> {
         let from_preset = self
             .presets
             .iter()

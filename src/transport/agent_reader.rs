@@ -35,7 +35,7 @@ const SPARSE_READS: u32 = 4;
 
 /// One decoded frame and, for each of its lines, what the scanner found (empty for frames
 /// read inline and for pieces of oversized lines).
-pub struct Chunk {
+pub(crate) struct Chunk {
     pub frame: Frame,
     pub scans: Vec<AgentScan>,
 }
@@ -47,7 +47,7 @@ enum Msg {
 }
 
 /// Where the agent's output is read now (see the module documentation).
-pub struct AgentOutput {
+pub(crate) struct AgentOutput {
     state: State,
     /// Bytes asked for per read.
     read_buf: usize,
@@ -63,7 +63,11 @@ enum State {
 }
 
 impl AgentOutput {
-    pub fn new(stdout: OwnedFd, codec: LineCodec, read_buf: usize) -> io::Result<AgentOutput> {
+    pub(crate) fn new(
+        stdout: OwnedFd,
+        codec: LineCodec,
+        read_buf: usize,
+    ) -> io::Result<AgentOutput> {
         let pipe = OwnedPipe::new(stdout)?;
         Ok(AgentOutput {
             state: State::Inline(FramedRead::with_capacity(pipe, codec, read_buf)),
@@ -74,7 +78,7 @@ impl AgentOutput {
 
     /// After the relay handled a frame: move reading to a thread if the agent is streaming and
     /// a scanner is at hand (the engine models subagents).
-    pub fn after_chunk(&mut self, scanner: impl FnOnce() -> Option<Scanner>) {
+    pub(crate) fn after_chunk(&mut self, scanner: impl FnOnce() -> Option<Scanner>) {
         if !std::mem::take(&mut self.streaming) {
             return;
         }
@@ -104,7 +108,7 @@ impl AgentOutput {
     }
 
     /// The next frame; `None` after the end of the output.
-    pub async fn next(&mut self) -> Option<io::Result<Chunk>> {
+    pub(crate) async fn next(&mut self) -> Option<io::Result<Chunk>> {
         loop {
             match &mut self.state {
                 State::Inline(framed) => {

@@ -7,11 +7,11 @@
 
 #[allow(unsafe_code)] // signals to the agent's process group
 pub mod agent_process;
-pub mod agent_reader;
+pub(crate) mod agent_reader;
 pub mod framing;
-pub mod outbox;
+pub(crate) mod outbox;
 #[allow(unsafe_code)] // reads, writes and flags of the descriptors the relay polls
-pub mod pipe;
+pub(crate) mod pipe;
 pub mod relay;
 mod shell;
 mod timer;

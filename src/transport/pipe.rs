@@ -18,7 +18,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// The client's stdin: non-blocking when it is a pipe or socket.
-pub fn stdin() -> Box<dyn AsyncRead + Unpin + Send> {
+pub(crate) fn stdin() -> Box<dyn AsyncRead + Unpin + Send> {
     match Pipe::new(io::stdin().as_fd()) {
         Some(p) => Box::new(p),
         None => Box::new(tokio::io::stdin()),
@@ -27,7 +27,7 @@ pub fn stdin() -> Box<dyn AsyncRead + Unpin + Send> {
 
 /// The client's stdout: non-blocking when it is a pipe or socket (a pipe is also enlarged,
 /// see [`enlarge`]).
-pub fn stdout() -> Box<dyn AsyncWrite + Unpin + Send> {
+pub(crate) fn stdout() -> Box<dyn AsyncWrite + Unpin + Send> {
     enlarge(io::stdout().as_fd());
     match Pipe::new(io::stdout().as_fd()) {
         Some(p) => Box::new(p),
@@ -43,7 +43,7 @@ const PIPE_CAPACITY: libc::c_int = 1024 * 1024;
 /// of the reader and the writer; a larger pipe lets each side move more per system call.
 /// Best effort: not a pipe, or a refusal (over `/proc/sys/fs/pipe-max-size` or the user's
 /// pipe budget), leaves the pipe as it was.
-pub fn enlarge(fd: std::os::fd::BorrowedFd<'_>) {
+pub(crate) fn enlarge(fd: std::os::fd::BorrowedFd<'_>) {
     // SAFETY: fstat writes into the zeroed struct we pass; the descriptor is borrowed valid.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: as above.
@@ -63,7 +63,7 @@ pub fn enlarge(fd: std::os::fd::BorrowedFd<'_>) {
 }
 
 /// A duplicated pipe or socket descriptor in non-blocking mode.
-pub struct Pipe {
+pub(crate) struct Pipe {
     fd: AsyncFd<OwnedFd>,
     /// File status flags before we set `O_NONBLOCK` (they belong to the shared open file).
     original_flags: libc::c_int,
@@ -72,7 +72,7 @@ pub struct Pipe {
 impl Pipe {
     /// `None` when `fd` is not a pipe or socket, or cannot be set up; the caller then falls
     /// back to blocking I/O.
-    pub fn new(fd: std::os::fd::BorrowedFd<'_>) -> Option<Pipe> {
+    pub(crate) fn new(fd: std::os::fd::BorrowedFd<'_>) -> Option<Pipe> {
         // SAFETY: fstat writes into the zeroed struct we pass; the descriptor is borrowed valid.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: as above.
@@ -155,10 +155,10 @@ fn poll_read_fd(
 
 /// A pipe we own outright (the agent's stdout), read in non-blocking mode by the reactor and
 /// given back as a plain descriptor when another thread takes over reading it.
-pub struct OwnedPipe(AsyncFd<OwnedFd>);
+pub(crate) struct OwnedPipe(AsyncFd<OwnedFd>);
 
 impl OwnedPipe {
-    pub fn new(fd: OwnedFd) -> io::Result<OwnedPipe> {
+    pub(crate) fn new(fd: OwnedFd) -> io::Result<OwnedPipe> {
         set_nonblocking(&fd, true)?;
         // SAFETY: `fd` is an open descriptor that the AsyncFd owns until it is dropped or
         // given back by `into_blocking`.
@@ -169,7 +169,7 @@ impl OwnedPipe {
     }
 
     /// The descriptor, in blocking mode.
-    pub fn into_blocking(self) -> io::Result<OwnedFd> {
+    pub(crate) fn into_blocking(self) -> io::Result<OwnedFd> {
         let fd = self.0.into_inner();
         set_nonblocking(&fd, false)?;
         Ok(fd)

@@ -198,7 +198,7 @@ impl Shell {
             let Link::Chained(chain) = &mut self.link else {
                 return;
             };
-            match chain.from_conductor(bytes) {
+            match chain.route_inbound(bytes) {
                 Route::Client(inner) => self.engine.from_client(inner, now, &mut self.actions),
                 Route::Agent(inner) => self.engine.from_agent(inner, now, &mut self.actions),
                 Route::Drop(why) => tracing::debug!("not forwarded: {why}"),
@@ -372,10 +372,10 @@ impl Shell {
         match (&mut self.link, dest) {
             (Link::Direct, _) => out.send(dest, bytes),
             (Link::Chained(chain), Dest::Client) => {
-                out.send(Dest::Client, chain.to_predecessor(bytes))
+                out.send(Dest::Client, chain.wrap_for_predecessor(bytes))
             }
             (Link::Chained(chain), Dest::Agent) => {
-                out.send(Dest::Client, chain.to_successor(bytes))
+                out.send(Dest::Client, chain.wrap_for_successor(bytes))
             }
         }
     }

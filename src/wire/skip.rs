@@ -14,11 +14,11 @@
 
 /// The deepest nesting of arrays and objects accepted, counting the containers the walk starts
 /// in: the most `serde_json::Value` accepts, so anything walked here would also parse there.
-pub const MAX_DEPTH: usize = 127;
+pub(super) const MAX_DEPTH: usize = 127;
 
 /// The first index at or after `i` that is not JSON whitespace.
 #[inline]
-pub fn skip_ws(b: &[u8], mut i: usize) -> usize {
+pub(super) fn skip_ws(b: &[u8], mut i: usize) -> usize {
     while let Some(b' ' | b'\t' | b'\n' | b'\r') = b.get(i) {
         i += 1;
     }
@@ -29,7 +29,7 @@ pub fn skip_ws(b: &[u8], mut i: usize) -> usize {
 /// opening quote). `None` if the string is unterminated, holds a control byte, or has an
 /// invalid escape.
 #[inline]
-pub fn string_end(b: &[u8], start: usize) -> Option<usize> {
+pub(super) fn string_end(b: &[u8], start: usize) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
     if let Some(end) = sse2::short_string_end(b, start) {
         return Some(end);
@@ -82,7 +82,7 @@ mod sse2 {
     const LANE: usize = 16;
 
     /// Where the block scan stopped.
-    pub enum Stop {
+    pub(super) enum Stop {
         /// At the closing quote.
         Quote(usize),
         /// At a control byte or an invalid escape.
@@ -97,7 +97,7 @@ mod sse2 {
     /// string stops at the first quote or control byte not escaped, and only the escaped bytes
     /// before it need checking.
     #[inline(never)]
-    pub fn scan(b: &[u8], mut p: usize) -> Stop {
+    pub(super) fn scan(b: &[u8], mut p: usize) -> Stop {
         // 1 when the previous block ended in a backslash that escapes this block's first byte.
         let mut carry = 0;
         while let Some(block) = block_at(b, p) {
@@ -126,7 +126,7 @@ mod sse2 {
     /// Most strings (keys, ids, kinds) are short and plain: the closing quote, if it is the
     /// first quote, backslash or control byte of the next 16 bytes.
     #[inline(always)]
-    pub fn short_string_end(b: &[u8], p: usize) -> Option<usize> {
+    pub(super) fn short_string_end(b: &[u8], p: usize) -> Option<usize> {
         let lane: &[u8; LANE] = b.get(p..p.checked_add(LANE)?)?.try_into().ok()?;
         // SAFETY: as in `masks`; the load reads the 16 bytes of `lane`.
         let (quote, special) = unsafe {
@@ -230,7 +230,7 @@ fn escaped_in_block(backslash: u64, carry: &mut u64) -> u64 {
 /// `enclosing` is how many arrays and objects are already open around it; more than
 /// [`MAX_DEPTH`] in all gives `None`, like any invalid JSON. Iterative: one bit per open
 /// container says whether it is an object.
-pub fn value_end(b: &[u8], mut i: usize, enclosing: usize) -> Option<usize> {
+pub(super) fn value_end(b: &[u8], mut i: usize, enclosing: usize) -> Option<usize> {
     let room = MAX_DEPTH.checked_sub(enclosing)?;
     // Bit 0 is the innermost open container: 1 for an object, 0 for an array.
     let mut objects: u128 = 0;
@@ -316,7 +316,7 @@ fn member_value(b: &[u8], i: usize) -> Option<usize> {
 
 /// The index after `word` (`true`, `false`, `null`) if it is what starts at `i`.
 #[inline]
-pub fn literal_end(b: &[u8], i: usize, word: &[u8]) -> Option<usize> {
+pub(super) fn literal_end(b: &[u8], i: usize, word: &[u8]) -> Option<usize> {
     let end = i.checked_add(word.len())?;
     (b.get(i..end)? == word).then_some(end)
 }

@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 use super::{UpdateFrame, UpdateParts};
 
 /// [`UpdateFrame::parse`] as serde_json did it.
-pub fn parse<'a>(text: &'a str) -> Option<UpdateFrame<'a>> {
+pub(super) fn parse<'a>(text: &'a str) -> Option<UpdateFrame<'a>> {
     let whole: Whole<'a> = serde_json::from_str(text).ok()?;
     if whole.method != "session/update" {
         return None;
@@ -25,7 +25,7 @@ pub fn parse<'a>(text: &'a str) -> Option<UpdateFrame<'a>> {
 }
 
 /// [`UpdateFrame::parse_params`] as serde_json did it.
-pub fn parse_params<'a>(params: &'a str) -> Option<UpdateFrame<'a>> {
+pub(super) fn parse_params<'a>(params: &'a str) -> Option<UpdateFrame<'a>> {
     let p: Params<'a> = serde_json::from_str(params).ok()?;
     let update = p.update.resolve(params)?;
     Some(UpdateFrame {
