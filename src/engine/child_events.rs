@@ -7,6 +7,7 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use super::{str_field, Action, Engine, LiveChildEvents};
+use crate::subagents::ids::ChildId;
 use crate::subagents::model::{Child, ChildState, SpawnSite};
 use crate::subagents::pair::Pair;
 use crate::subagents::render::{self, CardChange, Step};
@@ -30,7 +31,7 @@ impl Engine {
     /// An event of a child's own: record it in the child thread (never in the parent).
     pub(super) fn child_event(
         &mut self,
-        cid: &str,
+        cid: &ChildId,
         agent_session: &str,
         update: Option<Value>,
         frame: Bytes,
@@ -43,7 +44,7 @@ impl Engine {
         let kind = str_field(&update, "sessionUpdate").unwrap_or("").to_owned();
         let tool = str_field(&update, "toolCallId").map(str::to_owned);
         if let Some(t) = &tool {
-            if let Some(grandchild) = self.reg.by_spawn(agent_session, t).map(str::to_owned) {
+            if let Some(grandchild) = self.reg.by_spawn(agent_session, t).cloned() {
                 self.spawn_event(&grandchild, &kind, Some(update), out);
                 return;
             }
@@ -58,7 +59,7 @@ impl Engine {
                     if self.spawn_allowed(cid, &top, t, out) {
                         let site = SpawnSite {
                             agent_session: agent_session.to_owned(),
-                            parent: cid.to_owned(),
+                            parent: cid.to_string(),
                             top_session: top,
                             spawn_id: t.clone(),
                         };
@@ -97,7 +98,7 @@ impl Engine {
     /// flavour that reads its fields).
     pub(super) fn child_event_raw(
         &mut self,
-        cid: &str,
+        cid: &ChildId,
         agent_session: &str,
         head: UpdateParts<'_>,
         found: Found,
@@ -133,7 +134,7 @@ impl Engine {
     /// Record a child's event and keep its card current.
     pub(super) fn child_record(
         &mut self,
-        cid: &str,
+        cid: &ChildId,
         agent_session: &str,
         event: ChildEvent<'_>,
         frame: Bytes,

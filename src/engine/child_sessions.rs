@@ -7,7 +7,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::{Action, ChildCancel, Engine, Millis, NoteLevel};
-use crate::subagents::ids;
+use crate::subagents::ids::{self, ChildId};
 use crate::subagents::model::{
     Cancel, Card, Child, ChildState, Prompt, Registry, SpawnSite, StopRoute, View,
     SYNTHETIC_TOOL_NAME,
@@ -182,7 +182,7 @@ pub(super) fn restore_child(reg: &mut Registry, stored: StoredChild) {
         top_session,
         spawn_id: stored.spawn_tool_call_id,
     };
-    let mut child = Child::new(stored.child_id, site, tool_name.to_owned());
+    let mut child = Child::new(ChildId::known(stored.child_id), site, tool_name.to_owned());
     child.agent_child = agent_child;
     child.title = stored.title.unwrap_or_default();
     child.state = stored.state;

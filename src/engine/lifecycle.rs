@@ -4,12 +4,13 @@
 use serde_json::json;
 
 use super::{Action, Engine};
+use crate::subagents::ids::ChildId;
 use crate::subagents::model::ChildState;
 use crate::subagents::pair::Pair;
 
 impl Engine {
     /// A finished child got new work (a continued subagent): open a new turn.
-    pub(super) fn resume_child(&mut self, cid: &str, out: &mut Vec<Action>) {
+    pub(super) fn resume_child(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
@@ -23,7 +24,7 @@ impl Engine {
     }
 
     /// The child's turn ended: final status and index range on the card.
-    pub(super) fn finish_child(&mut self, cid: &str, state: ChildState, out: &mut Vec<Action>) {
+    pub(super) fn finish_child(&mut self, cid: &ChildId, state: ChildState, out: &mut Vec<Action>) {
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
@@ -52,7 +53,7 @@ impl Engine {
 
     /// The parent's prompt turn ended: children whose cancel was asked for are cancelled now.
     pub(super) fn turn_ended(&mut self, session: &str, out: &mut Vec<Action>) {
-        let mut cancelled: Vec<(String, String)> = self
+        let mut cancelled: Vec<(String, ChildId)> = self
             .reg
             .children
             .values()
@@ -71,13 +72,13 @@ impl Engine {
     /// are in the store, which serves their loads and restores them for parent replays. A
     /// child already waiting in the queue (one restored from the store, or finished earlier
     /// on this connection) keeps its place.
-    pub(super) fn retire(&mut self, cid: &str) {
+    pub(super) fn retire(&mut self, cid: &ChildId) {
         if !self.reg.get(cid).is_some_and(|c| c.state.is_final())
             || self.finished.iter().any(|f| f == cid)
         {
             return;
         }
-        self.finished.push_back(cid.to_owned());
+        self.finished.push_back(cid.clone());
         while self.finished.len() > self.cfg.limits.max_finished_in_memory {
             let Some(old) = self.finished.pop_front() else {
                 break;
@@ -86,13 +87,13 @@ impl Engine {
                 .reg
                 .children
                 .values()
-                .any(|c| c.parent == old && !c.state.is_final());
+                .any(|c| c.parent == old.as_str() && !c.state.is_final());
             if busy || !self.reg.get(&old).is_some_and(|c| c.state.is_final()) {
                 continue;
             }
             self.reg.remove(&old);
             self.render.forget(&old);
-            self.store_tried.remove(&old);
+            self.store_tried.remove(old.as_str());
         }
     }
 

@@ -46,6 +46,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::subagents::detect::Detector;
+use crate::subagents::ids::ChildId;
 use crate::subagents::model::Registry;
 use crate::subagents::pair::PairSet;
 use crate::subagents::render::Render;
@@ -98,9 +99,9 @@ pub struct Engine {
     /// Spawns over a limit, as (agent session, tool call id): their events pass through.
     passthrough_spawns: PairSet,
     /// Finished children in the order they finished (the oldest leave memory first).
-    finished: std::collections::VecDeque<String>,
+    finished: std::collections::VecDeque<ChildId>,
     /// Synthesized cards already shown again during the current parent replays.
-    replay_cards: HashSet<String>,
+    replay_cards: HashSet<ChildId>,
     /// Recent tool calls that went to a top-level thread: their permission requests are the
     /// parent's and never wait for attribution.
     parent_tools: RecentSet,

@@ -142,13 +142,13 @@ impl Engine {
             .reg
             .by_agent_child(&sid)
             .or_else(|| tool.as_deref().and_then(|t| self.reg.tool_owner(&sid, t)))
-            .map(str::to_owned)
+            .cloned()
             .or_else(|| {
                 let raw = tool_raw
                     .filter(|t| self.detector.scan(t.as_bytes()).has(keys::kind::PARENT))?;
                 let tool_call = serde_json::from_str::<Value>(raw).ok()?;
                 let parent = self.detector.parent_ref(&tool_call)?;
-                self.reg.by_spawn(&sid, parent).map(str::to_owned)
+                self.reg.by_spawn(&sid, parent).cloned()
             });
         let Some(cid) = owner else {
             return Some(Unowned {

@@ -4,6 +4,7 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use super::{child_sessions, session_of, Action, Engine, Millis};
+use crate::subagents::ids::ChildId;
 use crate::subagents::model::{Child, Replay};
 use crate::subagents::persist::StoredChild;
 use crate::wire::envelope::{self, Parsed};
@@ -43,8 +44,8 @@ impl Engine {
             self.store_tried.clear();
         }
         let restored = child.map(|stored| {
-            let id = stored.child_id.clone();
-            self.store_tried.insert(id.clone());
+            let id = ChildId::known(stored.child_id.clone());
+            self.store_tried.insert(stored.child_id.clone());
             child_sessions::restore_child(&mut self.reg, stored);
             id
         });

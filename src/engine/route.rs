@@ -148,16 +148,16 @@ impl Engine {
             }
             _ => {}
         }
-        if let Some(cid) = self.reg.by_agent_child(sid).map(str::to_owned) {
+        if let Some(cid) = self.reg.by_agent_child(sid).cloned() {
             self.child_event_raw(&cid, sid, fields, found, frame, out);
             return;
         }
         if let Some(t) = &tool {
-            if let Some(cid) = self.reg.by_spawn(sid, t).map(str::to_owned) {
+            if let Some(cid) = self.reg.by_spawn(sid, t).cloned() {
                 self.spawn_event(&cid, kind, parse_update(), out);
                 return;
             }
-            if let Some(owner) = self.reg.tool_owner(sid, t).map(str::to_owned) {
+            if let Some(owner) = self.reg.tool_owner(sid, t).cloned() {
                 // An explicit parent id wins over attribution by id: two children may use the
                 // same tool call id.
                 let named = if names_parent {
@@ -167,7 +167,7 @@ impl Engine {
                             let update = parse_update()?;
                             self.detector.parent_ref(&update).map(str::to_owned)
                         })
-                        .and_then(|r| self.reg.by_spawn(sid, &r).map(str::to_owned))
+                        .and_then(|r| self.reg.by_spawn(sid, &r).cloned())
                 } else {
                     None
                 };
@@ -192,7 +192,7 @@ impl Engine {
                 .detector
                 .parent_ref_raw(raw, fields.meta)
                 .and_then(|r| self.reg.by_spawn(sid, &r))
-                .map(str::to_owned)
+                .cloned()
             {
                 self.child_event_raw(&cid, sid, fields, found, frame, out);
                 return;
@@ -203,7 +203,7 @@ impl Engine {
             return;
         };
         if let Some(parent_ref) = self.detector.parent_ref(&update).map(str::to_owned) {
-            match self.reg.by_spawn(sid, &parent_ref).map(str::to_owned) {
+            match self.reg.by_spawn(sid, &parent_ref).cloned() {
                 Some(cid) => self.child_event(&cid, sid, Some(update), frame, out),
                 // A spawn over a limit: its child's events pass through as the agent sent them.
                 None if self.passthrough_spawns.contains(&PairRef(sid, &parent_ref)) => {

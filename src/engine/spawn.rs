@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use super::{str_field, Action, Engine};
-use crate::subagents::ids;
+use crate::subagents::ids::ChildId;
 use crate::subagents::model::{Child, ChildState, Prompt, Run, SpawnSite};
 use crate::subagents::render;
 
@@ -17,7 +17,7 @@ impl Engine {
         update: Value,
         out: &mut Vec<Action>,
     ) {
-        let id = ids::child_session_id(&site.parent, &site.spawn_id);
+        let id = ChildId::derive(&site.parent, &site.spawn_id);
         match self.reg.get_mut(&id) {
             Some(existing) => existing.tool_name = tool_name,
             None => {
@@ -33,7 +33,7 @@ impl Engine {
     /// A frame of the spawn tool call itself: keep the card current on the parent.
     pub(super) fn spawn_event(
         &mut self,
-        cid: &str,
+        cid: &ChildId,
         kind: &str,
         update: Option<Value>,
         out: &mut Vec<Action>,

@@ -5,6 +5,7 @@ use serde_json::{json, Value};
 
 use super::{str_field, Action, Engine};
 use crate::subagents::ids;
+use crate::subagents::ids::ChildId;
 use crate::subagents::model::{
     Card, Child, ChildState, Prompt, SpawnSite, StopRoute, SYNTHETIC_TOOL_NAME,
 };
@@ -30,10 +31,10 @@ impl Engine {
             return;
         };
         let (parent, top) = match self.reg.by_agent_child(on).and_then(|c| self.reg.get(c)) {
-            Some(p) => (p.id.clone(), p.top_session.clone()),
+            Some(p) => (p.id.to_string(), p.top_session.clone()),
             None => (on.to_owned(), on.to_owned()),
         };
-        let cid = match self.reg.by_agent_child(&agent_child).map(str::to_owned) {
+        let cid = match self.reg.by_agent_child(&agent_child).cloned() {
             Some(cid) => {
                 let replaying = self
                     .reg
@@ -63,7 +64,7 @@ impl Engine {
             }
             None => {
                 let spawn_id = ids::synthesized_spawn_id(&agent_child);
-                let cid = ids::child_session_id(&parent, &spawn_id);
+                let cid = ChildId::derive(&parent, &spawn_id);
                 let mut child = match self.reg.children.remove(&cid) {
                     Some(restored) => restored,
                     None => {
@@ -143,7 +144,7 @@ impl Engine {
         let Some(recipient) = str_field(&update, "recipientSessionId") else {
             return;
         };
-        let Some(cid) = self.reg.by_agent_child(recipient).map(str::to_owned) else {
+        let Some(cid) = self.reg.by_agent_child(recipient).cloned() else {
             return;
         };
         let message_id = str_field(&update, "messageId").map(str::to_owned);

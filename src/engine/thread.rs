@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{str_field, Action, Engine, NoteLevel};
+use crate::subagents::ids::ChildId;
 use crate::subagents::model::Tracking;
 use crate::subagents::persist::StoreOp;
 use crate::wire::write;
@@ -82,10 +83,10 @@ impl Engine {
         }));
     }
 
-    pub(super) fn persist_child(&mut self, cid: &str, out: &mut Vec<Action>) {
+    pub(super) fn persist_child(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
         let Some(c) = self.reg.get(cid) else { return };
         out.push(Action::Store(StoreOp::UpsertChild {
-            child_id: c.id.clone(),
+            child_id: c.id.to_string(),
             parent_session_id: c.parent.clone(),
             spawn_tool_call_id: c.spawn_id.clone(),
             agent: self.agent_name.clone(),
@@ -95,14 +96,14 @@ impl Engine {
         }));
     }
 
-    pub(super) fn persist_state(&mut self, cid: &str, out: &mut Vec<Action>) {
+    pub(super) fn persist_state(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
         let Some(c) = self.reg.get(cid) else { return };
         out.push(Action::Store(StoreOp::SetState {
-            child_id: c.id.clone(),
+            child_id: c.id.to_string(),
             state: c.state,
         }));
         out.push(Action::Store(StoreOp::SetIndices {
-            child_id: c.id.clone(),
+            child_id: c.id.to_string(),
             entry_count: c.entries.count(),
             turns: c.turns.clone(),
         }));

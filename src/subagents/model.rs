@@ -10,6 +10,7 @@ use super::pair::{Pair, PairMap, PairRef};
 use serde_json::Value;
 
 use super::entries::EntryCounter;
+use super::ids::ChildId;
 
 /// The tool name given to spawn cards the proxy synthesizes (Zed's own name for subagent
 /// spawns).
@@ -183,7 +184,7 @@ pub enum Tracking {
 #[derive(Debug, Clone)]
 pub struct Child {
     /// Client-facing id, derived from (parent, spawn).
-    pub id: String,
+    pub id: ChildId,
     /// Client-facing id of the session whose thread holds the spawn card.
     pub parent: String,
     /// The agent session the child's events arrive on: the top-level session for legacy
@@ -220,7 +221,7 @@ pub struct Child {
 }
 
 impl Child {
-    pub fn new(id: String, site: SpawnSite, tool_name: String) -> Child {
+    pub fn new(id: ChildId, site: SpawnSite, tool_name: String) -> Child {
         let SpawnSite {
             agent_session,
             parent,
@@ -371,18 +372,18 @@ impl Child {
 /// Every child of one connection, with the lookups the router needs.
 #[derive(Debug, Default)]
 pub struct Registry {
-    pub children: HashMap<String, Child>,
+    pub children: HashMap<ChildId, Child>,
     /// (agent session carrying the spawn, spawn tool call id) → child id.
-    by_spawn: PairMap<String>,
+    by_spawn: PairMap<ChildId>,
     /// The agent's own child session id → child id (standard ACP).
-    by_agent_child: HashMap<String, String>,
+    by_agent_child: HashMap<String, ChildId>,
     /// (agent session, tool call id) of a child's own tool calls → child id.
-    tool_owner: PairMap<String>,
+    tool_owner: PairMap<ChildId>,
     /// Every tool call id in `by_spawn` and `tool_owner`, for a quick byte test.
     tool_ids: HashSet<String>,
     /// Child id → the `by_spawn` and `tool_owner` keys that were pointed at it, so that
     /// forgetting a child does not scan every map.
-    keys_of: HashMap<String, Vec<Pair>>,
+    keys_of: HashMap<ChildId, Vec<Pair>>,
 }
 
 impl Registry {
@@ -410,45 +411,46 @@ impl Registry {
         self.children.contains_key(id)
     }
 
-    pub fn by_spawn(&self, session: &str, spawn_id: &str) -> Option<&str> {
-        self.by_spawn
-            .get(&PairRef(session, spawn_id))
-            .map(String::as_str)
+    pub fn by_spawn(&self, session: &str, spawn_id: &str) -> Option<&ChildId> {
+        self.by_spawn.get(&PairRef(session, spawn_id))
     }
 
-    pub fn by_agent_child(&self, agent_session: &str) -> Option<&str> {
-        self.by_agent_child.get(agent_session).map(String::as_str)
+    pub fn by_agent_child(&self, agent_session: &str) -> Option<&ChildId> {
+        self.by_agent_child.get(agent_session)
     }
 
     /// Another id under which the agent refers to a child's spawn (standard children are
     /// also tagged with the parent's tool-use id).
-    pub fn alias_spawn(&mut self, session: &str, tool_call_id: &str, child: &str) {
+    pub fn alias_spawn(&mut self, session: &str, tool_call_id: &str, child: &ChildId) {
         self.tool_ids.insert(tool_call_id.to_owned());
         if !self.by_spawn.contains_key(&PairRef(session, tool_call_id)) {
             let key = Pair::new(session, tool_call_id);
             self.note_key(child, key.clone());
-            self.by_spawn.insert(key, child.to_owned());
+            self.by_spawn.insert(key, child.clone());
         }
     }
 
-    fn note_key(&mut self, child: &str, key: Pair) {
-        self.keys_of.entry_ref(child).or_default().push(key);
+    fn note_key(&mut self, child: &ChildId, key: Pair) {
+        match self.keys_of.get_mut(child) {
+            Some(keys) => keys.push(key),
+            None => {
+                self.keys_of.insert(child.clone(), vec![key]);
+            }
+        }
     }
 
-    pub fn tool_owner(&self, session: &str, tool_call_id: &str) -> Option<&str> {
-        self.tool_owner
-            .get(&PairRef(session, tool_call_id))
-            .map(String::as_str)
+    pub fn tool_owner(&self, session: &str, tool_call_id: &str) -> Option<&ChildId> {
+        self.tool_owner.get(&PairRef(session, tool_call_id))
     }
 
-    pub fn set_tool_owner(&mut self, session: &str, tool_call_id: &str, child: &str) {
+    pub fn set_tool_owner(&mut self, session: &str, tool_call_id: &str, child: &ChildId) {
         if self.tool_owner(session, tool_call_id) == Some(child) {
             return;
         }
         self.tool_ids.insert(tool_call_id.to_owned());
         let key = Pair::new(session, tool_call_id);
         self.note_key(child, key.clone());
-        self.tool_owner.insert(key, child.to_owned());
+        self.tool_owner.insert(key, child.clone());
     }
 
     /// Whether the client-facing id names an agent session (not one of ours).
@@ -485,7 +487,7 @@ impl Registry {
         for key in self.keys_of.remove(id).unwrap_or_default() {
             let mut gone = false;
             for map in [&mut self.by_spawn, &mut self.tool_owner] {
-                if map.get(&key).is_some_and(|v| v == id) {
+                if map.get(&key).is_some_and(|v| v.as_str() == id) {
                     map.remove(&key);
                     gone = true;
                 }
@@ -498,7 +500,7 @@ impl Registry {
             if self
                 .by_agent_child
                 .get(agent_child)
-                .is_some_and(|v| v == id)
+                .is_some_and(|v| v.as_str() == id)
             {
                 self.by_agent_child.remove(agent_child);
             }

@@ -7,6 +7,7 @@ use std::collections::{HashMap, VecDeque};
 use serde_json::{json, Value};
 
 use super::{card_base, synthesized_base, CardChange, Render, Step};
+use crate::subagents::ids::ChildId;
 use crate::subagents::model::Child;
 
 /// Lines kept in a card; older ones are summarised as a count.
@@ -158,7 +159,7 @@ fn content(log: &Log) -> Value {
 /// Cards that carry the child's log, one per child.
 #[derive(Debug, Default)]
 pub struct Transcript {
-    logs: HashMap<String, Log>,
+    logs: HashMap<ChildId, Log>,
 }
 
 impl Transcript {

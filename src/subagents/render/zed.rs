@@ -166,11 +166,12 @@ mod tests {
             top_session: "p".into(),
             spawn_id: "t1".into(),
         };
-        let mut c = Child::new("acpx-sub-x".into(), site, "Agent".into());
+        let mut c = Child::new(ChildId::known("acpx-sub-x".into()), site, "Agent".into());
         c.title = "Survey text files".into();
         c
     }
 
+    use crate::subagents::ids::ChildId;
     use crate::subagents::model::SpawnSite;
     use crate::wire::write::session_update;
 
