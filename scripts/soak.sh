@@ -8,7 +8,7 @@
 # Environment: SOAK_PROFILE=debug runs the debug build instead (no release build needed, e.g.
 # in CI right after `cargo test`); SOAK_SUBAGENTS=warmup to spawn subagents only during the warm-up (default: in every turn)
 # (by default only during the warm-up; see docs/reliability.md), and the SOAK_* settings at the top
-# of tests/soak.rs.
+# of tests/it/soak.rs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-600}"
@@ -22,4 +22,4 @@ export SOAK_SECS="$secs"
 # The soak is a test target; built with --release, the proxy it runs is the release binary.
 profile=(--release)
 if [ "${SOAK_PROFILE:-release}" = debug ]; then profile=(); fi
-exec nice -n 10 cargo test ${profile[@]+"${profile[@]}"} --locked --test soak -- --ignored --nocapture --test-threads=1
+exec nice -n 10 cargo test ${profile[@]+"${profile[@]}"} --locked --test it -- soak::soak --exact --ignored --nocapture --test-threads=1

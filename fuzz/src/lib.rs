@@ -1,6 +1,6 @@
 //! The functions the fuzz targets call. The normal test suite runs the checked-in seed corpus
 //! (`fuzz/corpus-seed/<target>/`) and every crash regression through these same functions
-//! (`tests/fuzz_corpus.rs` includes this file), so they use only what the main crate's
+//! (`tests/it/fuzz_corpus.rs` includes this file), so they use only what the main crate's
 //! tests can use too.
 //!
 //! Each function panics when an invariant breaks; the fuzzer reports the panic as a crash.

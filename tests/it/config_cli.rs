@@ -1,11 +1,9 @@
 //! A bad config stops the proxy before anything is spawned, with a message naming the key;
 //! `acp-proxy check-config PATH` validates a file.
 
-mod common;
-
 use std::process::{Command, Stdio};
 
-use common::{Scratch, BIN};
+use crate::support::proxy::{Scratch, BIN};
 
 /// Bad configs and the text the error must name.
 const BAD: [(&str, &str); 6] = [

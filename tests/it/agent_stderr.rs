@@ -1,13 +1,12 @@
 //! An editor that never reads the proxy's stderr must not stall the protocol: the agent's log
 //! lines queue up to a bound, then are counted as dropped.
 
-mod common;
-
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
-use common::Scratch;
 use serde_json::json;
+
+use crate::support::proxy::Scratch;
 
 #[test]
 fn an_unread_stderr_never_blocks_the_relay() {

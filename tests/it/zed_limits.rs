@@ -1,12 +1,11 @@
 //! Limits: past each one the proxy relays the agent's frames unchanged and says so; finished
 //! children leave memory and are served from the store.
 
-mod support;
-
 use acp_proxy::engine::{EngineConfig, Limits};
 use acp_proxy::subagents::ids::child_session_id;
 use serde_json::{json, Value};
-use support::harness::{line, Harness};
+
+use crate::support::engine::{line, Harness};
 
 const S: &str = "s";
 
@@ -210,7 +209,7 @@ fn thousands_of_finished_subagents_leave_the_engine_bounded() {
     }
 }
 
-/// The soak's traffic at engine level (`tests/soak.rs`): per turn a prompt, a tool call with a
+/// The soak's traffic at engine level (`tests/it/soak.rs`): per turn a prompt, a tool call with a
 /// permission request the client answers, two legacy subagents and a standard one with a
 /// `session_message`; every tenth turn a child thread opened, closed and sessions listed; a new
 /// parent session every 200 turns. Whatever the engine keeps must stay bounded.

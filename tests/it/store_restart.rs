@@ -5,16 +5,16 @@
 //! The test plays Zed (`clientInfo.name = "zed"`) and judges what it receives with the Zed
 //! model; the agent is the scripted demo agent speaking Claude's legacy subagent shape.
 
-mod common;
-
 use std::path::Path;
 use std::time::Duration;
 
 use acp_proxy::devtools::zed_view::{Entry, ToolCall, ZedModel};
 use acp_proxy::store::{Store, StoreConfig, StoreLocation, StoredChild};
 use acp_proxy::subagents::ids::child_session_id;
-use common::{Proxy, Scratch, BIN, FAST_SHUTDOWN};
 use serde_json::{json, Value};
+
+use crate::support::proxy;
+use crate::support::proxy::{Proxy, Scratch, BIN, FAST_SHUTDOWN};
 
 // ---------------------------------------------------------------------------------------
 // Helpers
@@ -538,8 +538,8 @@ fn proxy_killed_while_writing_leaves_exact_prefixes() {
 
         let mut zed = Zed::start(scratch.dir.path(), &store_path, &config, &agent);
         zed.initialize();
-        let agent_pid = common::read_pid(Path::new(&pid_file));
-        let _guard = common::KillOnPanic(vec![agent_pid]);
+        let agent_pid = proxy::read_pid(Path::new(&pid_file));
+        let _guard = proxy::KillOnPanic(vec![agent_pid]);
         zed.request("session/new", json!({"cwd": "/project", "mcpServers": []}));
         let prompt = json!({"jsonrpc": "2.0", "id": 999, "method": "session/prompt",
             "params": {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}});
@@ -554,7 +554,7 @@ fn proxy_killed_while_writing_leaves_exact_prefixes() {
         );
         // The agent is in its own process group: the proxy cannot clean it up any more.
         kill_group(agent_pid);
-        common::assert_gone(agent_pid, "the agent");
+        proxy::assert_gone(agent_pid, "the agent");
 
         let store = open_store(&store_path);
         for (spawn, expected) in &plan.children(run) {
@@ -708,8 +708,8 @@ enum Ending {
 
 /// Wait (bounded) until a process is gone.
 fn wait_gone(pid: i32, what: &str) {
-    let deadline = std::time::Instant::now() + common::TIMEOUT;
-    while common::alive(pid) {
+    let deadline = std::time::Instant::now() + proxy::TIMEOUT;
+    while proxy::alive(pid) {
         assert!(
             std::time::Instant::now() < deadline,
             "{what} (pid {pid}) did not exit"
@@ -747,8 +747,8 @@ fn proxy_commits_queued_writes_before_it_exits() {
 
         let mut zed = Zed::start(scratch.dir.path(), &store_path, &config, &agent);
         zed.initialize();
-        let agent_pid = common::read_pid(Path::new(&pid_file));
-        let _guard = common::KillOnPanic(vec![agent_pid]);
+        let agent_pid = proxy::read_pid(Path::new(&pid_file));
+        let _guard = proxy::KillOnPanic(vec![agent_pid]);
         zed.request("session/new", json!({"cwd": "/project", "mcpServers": []}));
 
         // Another process holds the store's write lock: the proxy's writes stay queued.
@@ -829,7 +829,7 @@ fn a_full_write_queue_slows_the_relay_and_loses_nothing() {
     zed.model.client_sent(&prompt);
     zed.proxy.send_json(&prompt);
     // The writer cannot commit and the queue holds two writes: the relay waits, and says so.
-    let deadline = std::time::Instant::now() + common::TIMEOUT;
+    let deadline = std::time::Instant::now() + proxy::TIMEOUT;
     while !zed.proxy.stderr().contains("write queue full") {
         assert!(
             std::time::Instant::now() < deadline,

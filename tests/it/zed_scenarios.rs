@@ -1,12 +1,12 @@
 //! Scenarios a fake agent plays through the engine in Zed mode, judged by the Zed model.
 
-mod support;
-
 use acp_proxy::engine::EngineConfig;
 use acp_proxy::subagents::ids::{child_session_id, synthesized_spawn_id};
 use serde_json::{json, Value};
-use support::harness::{Harness, StoreModel};
-use support::zed_model::Entry;
+
+use crate::support;
+use crate::support::engine::{Harness, StoreModel};
+use crate::support::zed_model::Entry;
 
 const S: &str = "sess-1";
 
@@ -606,7 +606,7 @@ fn display_off_is_a_pure_relay() {
     h.agent(frame.clone());
     assert_eq!(
         h.to_client.last().expect("sent"),
-        &support::harness::line(&frame)
+        &support::engine::line(&frame)
     );
 }
 
@@ -716,7 +716,7 @@ fn the_parents_tool_call_updates_pass_byte_for_byte_while_a_child_runs() {
         "update": {"sessionUpdate": "tool_call_update", "toolCallId": "p1",
         "rawOutput": {"log": [{"toolCallId": "c1"}]}}}});
     for msg in [&plain, &quoting] {
-        let sent = support::harness::line(msg);
+        let sent = support::engine::line(msg);
         h.agent(msg.clone());
         assert_eq!(h.to_client.last(), Some(&sent), "passed unchanged");
     }

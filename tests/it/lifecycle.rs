@@ -2,12 +2,13 @@
 //! (docs/lifecycle.md): client EOF, SIGINT/SIGTERM to the proxy, agent crash with requests
 //! pending, agent not found / not executable, agent that never answers `initialize`.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{assert_gone, error_of, read_pid, KillOnPanic, Proxy, Scratch, FAST_SHUTDOWN};
 use serde_json::{json, Value};
+
+use crate::support::proxy::{
+    assert_gone, error_of, read_pid, KillOnPanic, Proxy, Scratch, FAST_SHUTDOWN,
+};
 
 const INITIALIZE: &str =
     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}\n";

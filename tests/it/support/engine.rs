@@ -1,7 +1,6 @@
 //! Drive the sans-IO engine directly: a Zed model on the client side, captured frames on the
 //! agent side, and a tiny store model fed by the engine's store operations (so a "restart"
 //! is a new engine over the same store).
-#![allow(dead_code)]
 
 use acp_proxy::engine::{Action, Engine, EngineConfig};
 use acp_proxy::store::{Store, StoreConfig, StoreLocation, StoreOp, StoredChild};

@@ -1,16 +1,18 @@
 //! Fault matrix, process level: the real binary between a scripted client (this test) and the
 //! scripted fake agent, one fault each. Every test checks what the client sees and that no
 //! process of the agent is left behind. docs/reliability.md lists the expected behaviour of
-//! each case; the subagent faults are in tests/zed_faults.rs (engine level).
-
-mod common;
+//! each case; the subagent faults are in tests/it/zed_faults.rs (engine level).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{assert_gone, error_of, read_pid, KillOnPanic, Proxy, Scratch, FAST_SHUTDOWN};
 use serde_json::{json, Value};
+
+use crate::support::proxy;
+use crate::support::proxy::{
+    assert_gone, error_of, read_pid, KillOnPanic, Proxy, Scratch, FAST_SHUTDOWN,
+};
 
 const INITIALIZE: &str =
     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}\n";
@@ -253,7 +255,7 @@ fn hung_agent_gets_the_cancel_then_is_stopped_when_the_client_closes() {
         "{\"jsonrpc\":\"2.0\",\"method\":\"session/cancel\",\"params\":{\"sessionId\":\"s1\"}}\n";
     proxy.send(cancel.as_bytes());
     // The cancel reached the agent (it records the next line it reads) before the client leaves.
-    let deadline = std::time::Instant::now() + common::TIMEOUT;
+    let deadline = std::time::Instant::now() + proxy::TIMEOUT;
     while std::fs::read_to_string(&recorded).unwrap_or_default() != cancel {
         assert!(std::time::Instant::now() < deadline, "cancel not forwarded");
         std::thread::sleep(Duration::from_millis(10));

@@ -1,5 +1,4 @@
 //! Helpers for tests that drive the built `acp-proxy` binary with the scripted demo agent.
-#![allow(dead_code)] // each test file uses a different subset
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};

@@ -3,12 +3,11 @@
 //! batches, garbage, invalid UTF-8, blank and `\r\n` lines, 32 MiB lines, lines above
 //! `max_frame_bytes`), and request ids survive in both directions.
 
-mod common;
-
 use std::io::Write;
 
-use common::{Proxy, Scratch};
 use serde_json::json;
+
+use crate::support::proxy::{Proxy, Scratch};
 
 /// A deterministic stream of `n` mixed lines: everything a relay must pass through unchanged.
 fn mixed_stream(seed: u64, n: usize) -> Vec<u8> {

@@ -1,12 +1,12 @@
 //! Golden tests: real captures from unmodified claude-agent-acp versions, played through the
 //! engine in Zed mode, judged by a model of Zed.
 
-mod support;
-
 use acp_proxy::subagents::ids::{child_session_id, synthesized_spawn_id};
 use serde_json::{json, Value};
-use support::harness::{fixture, play, Harness};
-use support::zed_model::Entry;
+
+use crate::support;
+use crate::support::engine::{fixture, play, Harness};
+use crate::support::zed_model::Entry;
 
 fn parent_session(records: &[(String, Value)]) -> String {
     records
@@ -183,7 +183,7 @@ fn every_capture_keeps_parent_frames_byte_identical() {
                         == Some("agent_message_chunk")
                     && m.pointer("/params/update/_meta").is_none()
             })
-            .map(|(_, m)| support::harness::line(m))
+            .map(|(_, m)| support::engine::line(m))
             .collect();
         assert!(!sent.is_empty());
         for frame in sent {

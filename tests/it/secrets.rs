@@ -1,16 +1,15 @@
-//! Secrets: what tests/dump.rs does not cover yet. Realistic credentials in `authenticate`,
+//! Secrets: what tests/it/dump.rs does not cover yet. Realistic credentials in `authenticate`,
 //! MCP server environments and HTTP headers (both the `[{name, value}]` and the object form,
 //! `http` and `sse` servers, `session/new` and `session/load`) never reach the dump; nothing
 //! secret is logged at info level; files the proxy writes are 0600 and every directory it
 //! creates is 0700.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use common::{Proxy, Scratch};
 use serde_json::{json, Value};
+
+use crate::support::proxy::{Proxy, Scratch};
 
 /// Realistic values, each unique so a leak names itself.
 const ANTHROPIC_KEY: &str = "sk-ant-api03-LEAK1aaaaaaaaaaaaaaaaaaaaaaaaaaaa";

@@ -16,8 +16,6 @@
 //!   the agent once;
 //! - Zed never sees an unknown update kind, nor a request for a session it does not know.
 
-mod support;
-
 use std::collections::{HashMap, HashSet};
 
 use acp_proxy::engine::EngineConfig;
@@ -26,8 +24,10 @@ use acp_proxy::transport::framing::{Frame, LineCodec};
 use bytes::BytesMut;
 use proptest::prelude::*;
 use serde_json::{json, Value};
-use support::harness::{line, Harness};
 use tokio_util::codec::Decoder;
+
+use crate::support;
+use crate::support::engine::{line, Harness};
 
 const S: &str = "s1";
 
@@ -801,12 +801,12 @@ fn captured_traffic_read_ahead_is_routed_the_same() {
         "claude-agent-acp-0.101.0-transcript-flag.jsonl",
     ];
     for name in names {
-        let records = support::harness::fixture(name);
+        let records = support::engine::fixture(name);
         let mut plain = Harness::zed();
         let mut ahead = Harness::zed();
         ahead.scan_ahead = true;
-        support::harness::play(&mut plain, &records);
-        support::harness::play(&mut ahead, &records);
+        support::engine::play(&mut plain, &records);
+        support::engine::play(&mut ahead, &records);
         assert!(plain.to_client.len() > 10, "{name}: played");
         assert_eq!(plain.to_client, ahead.to_client, "{name}");
         assert_eq!(plain.to_agent, ahead.to_agent, "{name}");

@@ -2,10 +2,9 @@
 //! slows down, on the relay's thread again: frames must come through every switch intact and
 //! in order.
 
-mod common;
-
-use common::{Proxy, Scratch};
 use serde_json::json;
+
+use crate::support::proxy::{Proxy, Scratch};
 
 /// `n` frames of about `size` bytes each, numbered from `first`.
 fn frames(first: usize, n: usize, size: usize) -> Vec<u8> {

@@ -3,13 +3,12 @@
 //! standard children out of order), judged by the Zed model. docs/reliability.md lists the
 //! expected behaviour of each case.
 
-mod support;
-
 use acp_proxy::engine::EngineConfig;
 use acp_proxy::subagents::ids::{child_session_id, synthesized_spawn_id};
 use serde_json::{json, Value};
-use support::harness::{line, Harness};
-use support::zed_model::Entry;
+
+use crate::support::engine::{line, Harness};
+use crate::support::zed_model::Entry;
 
 const S: &str = "sess-1";
 

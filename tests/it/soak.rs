@@ -19,16 +19,16 @@
 //! of the run, 1..=10), `SOAK_TURN_MS` pause between turns (default 5), `SOAK_RSS_TOLERANCE_PCT`
 //! (default 10) and `SOAK_RSS_SLACK_KB` (default 2048), `SOAK_FD_SLACK` (default 2).
 
-mod common;
-
 use std::io::{BufRead, BufReader, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{Proxy, Scratch};
 use serde_json::{json, Value};
+
+use crate::support::proxy;
+use crate::support::proxy::{Proxy, Scratch};
 
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -84,7 +84,7 @@ impl AgentEnd {
     /// Next message the proxy forwarded to the agent.
     fn recv(&self) -> Value {
         self.from_proxy
-            .recv_timeout(common::TIMEOUT)
+            .recv_timeout(proxy::TIMEOUT)
             .expect("the proxy forwarded a message to the agent")
     }
 }

@@ -2,13 +2,12 @@
 //! direction (and the agent's stderr), raw text kept, secrets redacted unless `redact = false`,
 //! and losses recorded when the disk cannot keep up.
 
-mod common;
-
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 
-use common::{Proxy, Scratch};
 use serde_json::{json, Value};
+
+use crate::support::proxy::{Proxy, Scratch};
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientInfo":{"name":"test-editor","version":"0.200.0"},"clientCapabilities":{"fs":{"readTextFile":true}}}}"#;
 /// The answer keeps odd but valid JSON spellings that re-serialising would change.

@@ -1,11 +1,10 @@
 //! Proxy-chain mode through the binary: a scripted conductor sends `proxy/initialize`, and
 //! everything towards the agent travels wrapped in `proxy/successor`.
 
-mod common;
-
 use acp_proxy::subagents::ids::child_session_id;
-use common::{Proxy, Scratch};
 use serde_json::{json, Value};
+
+use crate::support::proxy::{Proxy, Scratch};
 
 fn successor(msg: Value) -> Value {
     let mut inner = json!({"method": msg["method"], "params": msg["params"]});
