@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::json;
 
-use crate::support::proxy::Scratch;
+use crate::support::proxy::{Scratch, BIN};
 
 #[test]
 fn an_unread_stderr_never_blocks_the_relay() {
@@ -18,7 +18,7 @@ fn an_unread_stderr_never_blocks_the_relay() {
     steps.push(json!({"raw": "{\"jsonrpc\":\"2.0\",\"method\":\"_test/after_the_log\"}"}));
     let agent = s.agent(&steps);
     let config = s.write("relay.toml", "display = \"off\"\n");
-    let mut proxy = Command::new(env!("CARGO_BIN_EXE_acp-proxy"))
+    let mut proxy = Command::new(BIN)
         .current_dir(s.dir.path())
         .env("XDG_STATE_HOME", s.dir.path().join("state"))
         .args(["--config", &config, "--"])

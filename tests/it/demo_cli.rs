@@ -2,10 +2,12 @@
 
 use std::process::Command;
 
+use crate::support::proxy::BIN;
+
 #[test]
 fn demo_prints_cards_and_child_threads() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let out = Command::new(env!("CARGO_BIN_EXE_acp-proxy"))
+    let out = Command::new(BIN)
         .arg("demo")
         .current_dir(dir.path())
         .env("XDG_STATE_HOME", dir.path())

@@ -18,7 +18,6 @@
 
 use std::collections::{HashMap, HashSet};
 
-use acp_proxy::engine::EngineConfig;
 use acp_proxy::subagents::ids::{child_session_id, synthesized_spawn_id};
 use acp_proxy::transport::framing::{Frame, LineCodec};
 use bytes::BytesMut;
@@ -685,10 +684,7 @@ fn check(run: &mut Run) -> Result<(), TestCaseError> {
 }
 
 fn new_run() -> Run {
-    let mut h = Harness::new(EngineConfig {
-        display: acp_proxy::engine::SubagentDisplay::Zed,
-        ..EngineConfig::default()
-    });
+    let mut h = Harness::zed();
     let id = h.request(
         "initialize",
         json!({"protocolVersion": 1, "clientInfo": {"name": "zed", "version": "1.18"}}),

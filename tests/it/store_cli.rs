@@ -3,7 +3,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-const BIN: &str = env!("CARGO_BIN_EXE_acp-proxy");
+use crate::support::proxy::BIN;
+use crate::support::store::backdate;
 
 fn run(args: &[&str]) -> Output {
     Command::new(BIN)
@@ -37,17 +38,6 @@ fn write_child(path: &Path, child: &str, count: u32) {
         &count.to_string(),
     ]);
     assert!(out.ends_with(&format!("committed {count}\n")), "{out}");
-}
-
-fn backdate(path: &Path, child: &str, secs: i64) {
-    let conn = rusqlite::Connection::open(path).expect("open");
-    let n = conn
-        .execute(
-            "UPDATE children SET updated_at = updated_at - ?2 WHERE child_id = ?1",
-            rusqlite::params![child, secs],
-        )
-        .expect("backdate");
-    assert_eq!(n, 1);
 }
 
 #[test]

@@ -9,9 +9,10 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use acp_proxy::store::{Store, StoreConfig, StoreLocation};
+use acp_proxy::store::Store;
 
-const BIN: &str = env!("CARGO_BIN_EXE_acp-proxy");
+use crate::support::proxy::BIN;
+use crate::support::store::open_store;
 
 fn spawn_writer(path: &Path, child: &str, batch: u64, duration_ms: Option<u64>) -> Child {
     let mut cmd = Command::new(BIN);
@@ -50,15 +51,6 @@ fn stderr_of(child: &mut Child) -> String {
         let _ = std::io::Read::read_to_string(&mut e, &mut s);
     }
     s
-}
-
-fn open(path: &Path) -> Store {
-    Store::open(&StoreConfig {
-        location: Some(StoreLocation::Path(path.to_owned())),
-        background_prune: false,
-        ..StoreConfig::default()
-    })
-    .unwrap_or_else(|e| panic!("store does not open: {e}"))
 }
 
 /// The `n` of each stored update of `child`, checking each is the writer's exact text.
@@ -112,7 +104,7 @@ fn two_processes_write_one_store_concurrently() {
         if !path.exists() {
             continue;
         }
-        let store = open(&path);
+        let store = open_store(&path);
         for child in ["one", "two"] {
             assert_prefix(&stored_ns(&store, child), 0, child);
         }
@@ -125,7 +117,7 @@ fn two_processes_write_one_store_concurrently() {
         let status = w.wait().expect("wait");
         assert!(status.success(), "{child}: {status}: {}", stderr_of(w));
         assert!(committed > 0, "{child} committed nothing");
-        let ns = stored_ns(&open(&path), child);
+        let ns = stored_ns(&open_store(&path), child);
         assert_prefix(&ns, committed, child);
         // It exited normally after its last flush: exactly what it reported.
         assert_eq!(ns.len() as u64, committed, "{child}");
@@ -171,12 +163,12 @@ fn a_writer_killed_at_random_moments_never_loses_a_committed_update() {
             stderr_of(&mut writer)
         );
         let what = format!("run {run} (seed {SEED:#x}, batch {batch}, killed after {after:?})");
-        let store = open(&path);
+        let store = open_store(&path);
         assert_prefix(&stored_ns(&store, &child), committed, &what);
         reported.push((child, committed));
     }
     // Later runs and recoveries did not disturb earlier children.
-    let store = open(&path);
+    let store = open_store(&path);
     for (child, committed) in &reported {
         assert_prefix(&stored_ns(&store, child), *committed, child);
     }

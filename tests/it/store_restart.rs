@@ -9,12 +9,13 @@ use std::path::Path;
 use std::time::Duration;
 
 use acp_proxy::devtools::zed_view::{Entry, ToolCall, ZedModel};
-use acp_proxy::store::{Store, StoreConfig, StoreLocation, StoredChild};
+use acp_proxy::store::{Store, StoredChild};
 use acp_proxy::subagents::ids::child_session_id;
 use serde_json::{json, Value};
 
 use crate::support::proxy;
 use crate::support::proxy::{Proxy, Scratch, BIN, FAST_SHUTDOWN};
+use crate::support::store::open_store;
 
 // ---------------------------------------------------------------------------------------
 // Helpers
@@ -86,15 +87,6 @@ fn prompt_update(prompt: &str) -> String {
 
 fn parent_text(text: &str) -> Value {
     json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}})
-}
-
-fn open_store(path: &Path) -> Store {
-    Store::open(&StoreConfig {
-        location: Some(StoreLocation::Path(path.to_owned())),
-        background_prune: false,
-        ..StoreConfig::default()
-    })
-    .unwrap_or_else(|e| panic!("the store does not open: {e}"))
 }
 
 fn stored(store: &Store, child: &str) -> Option<StoredChild> {

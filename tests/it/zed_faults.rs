@@ -3,24 +3,16 @@
 //! standard children out of order), judged by the Zed model. docs/reliability.md lists the
 //! expected behaviour of each case.
 
-use acp_proxy::engine::EngineConfig;
 use acp_proxy::subagents::ids::{child_session_id, synthesized_spawn_id};
 use serde_json::{json, Value};
 
-use crate::support::engine::{line, Harness};
-use crate::support::zed_model::Entry;
+use crate::support::engine::{entry_lines, line, update_msg, Harness};
+use crate::support::frames;
 
 const S: &str = "sess-1";
 
-fn zed_cfg() -> EngineConfig {
-    EngineConfig {
-        display: acp_proxy::engine::SubagentDisplay::Zed,
-        ..EngineConfig::default()
-    }
-}
-
 fn start() -> Harness {
-    let mut h = Harness::new(zed_cfg());
+    let mut h = Harness::zed();
     let id = h.request(
         "initialize",
         json!({"protocolVersion": 1, "clientInfo": {"name": "zed", "version": "1.18"}}),
@@ -35,62 +27,36 @@ fn start() -> Harness {
 }
 
 fn spawn(h: &mut Harness, id: &str) {
-    let meta = json!({"claudeCode": {"toolName": "Agent"}});
-    h.update(
-        S,
-        json!({"sessionUpdate": "tool_call", "toolCallId": id, "title": "Task", "kind": "think",
-        "status": "pending", "rawInput": {}, "_meta": meta}),
-    );
-    h.update(S, json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "title": format!("task {id}"),
-        "rawInput": {"description": format!("task {id}"), "prompt": format!("do {id}"), "subagent_type": "general-purpose"},
-        "_meta": meta}));
+    let meta = frames::spawn_meta(None);
+    h.update(S, frames::spawn_call(id, &meta));
+    let task = format!("task {id}");
+    h.update(S, frames::spawn_task(id, &task, &format!("do {id}"), &meta));
 }
 
 fn child_tool(h: &mut Harness, spawn: &str, id: &str) {
-    h.update(S, json!({"sessionUpdate": "tool_call", "toolCallId": id, "title": format!("Read {id}"), "kind": "read",
-        "status": "completed", "_meta": {"claudeCode": {"toolName": "Read", "parentToolUseId": spawn}}}));
+    h.update(
+        S,
+        frames::child_tool(spawn, id, &format!("Read {id}"), "completed"),
+    );
 }
 
 fn child_text(h: &mut Harness, spawn: &str, text: &str) -> Value {
-    let msg = json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": S,
-        "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text},
-            "_meta": {"claudeCode": {"parentToolUseId": spawn}}}}});
+    let msg = update_msg(S, frames::child_text(spawn, text));
     h.agent(msg.clone());
     msg
 }
 
 fn complete(h: &mut Harness, spawn: &str, status: &str, result: &str) {
-    h.update(
-        S,
-        json!({"sessionUpdate": "tool_call_update", "toolCallId": spawn, "status": status,
-        "content": [{"type": "content", "content": {"type": "text", "text": result}}],
-        "_meta": {"claudeCode": {"toolName": "Agent"}}}),
-    );
+    h.update(S, frames::spawn_result(spawn, status, result));
 }
 
 fn entries(h: &mut Harness, child: &str) -> Vec<String> {
     h.load_child(child);
-    h.zed.threads[child]
-        .entries
-        .iter()
-        .map(|e| match e {
-            Entry::User(t) => format!("user:{t}"),
-            Entry::Assistant(t) => format!("agent:{t}"),
-            Entry::Tool(t) => format!("tool:{}:{}", t.id, t.status),
-        })
-        .collect()
+    entry_lines(&h.zed.threads[child].entries)
 }
 
 fn parent_entries(h: &Harness) -> Vec<String> {
-    h.zed.threads[S]
-        .entries
-        .iter()
-        .map(|e| match e {
-            Entry::User(t) => format!("user:{t}"),
-            Entry::Assistant(t) => format!("agent:{t}"),
-            Entry::Tool(t) => format!("tool:{}:{}", t.id, t.status),
-        })
-        .collect()
+    entry_lines(&h.zed.threads[S].entries)
 }
 
 /// Every client-facing line is valid for Zed: no unknown kinds, no updates for sessions Zed

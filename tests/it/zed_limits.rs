@@ -5,15 +5,14 @@ use acp_proxy::engine::{EngineConfig, Limits};
 use acp_proxy::subagents::ids::child_session_id;
 use serde_json::{json, Value};
 
-use crate::support::engine::{line, Harness};
+use crate::support::engine::{line, zed_config, Harness};
 
 const S: &str = "s";
 
 fn harness(limits: Limits) -> Harness {
     let mut h = Harness::new(EngineConfig {
-        display: acp_proxy::engine::SubagentDisplay::Zed,
         limits,
-        ..EngineConfig::default()
+        ..zed_config()
     });
     let id = h.request(
         "initialize",

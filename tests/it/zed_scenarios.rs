@@ -5,17 +5,11 @@ use acp_proxy::subagents::ids::{child_session_id, synthesized_spawn_id};
 use serde_json::{json, Value};
 
 use crate::support;
-use crate::support::engine::{Harness, StoreModel};
+use crate::support::engine::{entry_lines, zed_config, Harness, StoreModel};
+use crate::support::frames;
 use crate::support::zed_model::Entry;
 
 const S: &str = "sess-1";
-
-fn zed_cfg() -> EngineConfig {
-    EngineConfig {
-        display: acp_proxy::engine::SubagentDisplay::Zed,
-        ..EngineConfig::default()
-    }
-}
 
 /// initialize + session/new; the agent supports load unless told otherwise.
 fn start(h: &mut Harness, agent_loads: bool) {
@@ -38,23 +32,16 @@ fn start(h: &mut Harness, agent_loads: bool) {
 }
 
 fn spawn(h: &mut Harness, session: &str, id: &str, parent_tool: Option<&str>, task: &str) {
-    let mut meta = json!({"claudeCode": {"toolName": "Agent"}});
-    if let Some(p) = parent_tool {
-        meta["claudeCode"]["parentToolUseId"] = json!(p);
-    }
+    let meta = frames::spawn_meta(parent_tool);
+    h.update(session, frames::spawn_call(id, &meta));
     h.update(
         session,
-        json!({"sessionUpdate": "tool_call", "toolCallId": id, "title": "Task", "kind": "think",
-        "status": "pending", "rawInput": {}, "_meta": meta.clone()}),
+        frames::spawn_task(id, task, &format!("do {task}"), &meta),
     );
-    h.update(session, json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "title": task,
-        "rawInput": {"description": task, "prompt": format!("do {task}"), "subagent_type": "general-purpose"},
-        "_meta": meta}));
 }
 
 fn child_tool(h: &mut Harness, spawn: &str, id: &str, title: &str) {
-    h.update(S, json!({"sessionUpdate": "tool_call", "toolCallId": id, "title": title, "kind": "read",
-        "status": "pending", "_meta": {"claudeCode": {"toolName": "Read", "parentToolUseId": spawn}}}));
+    h.update(S, frames::child_tool(spawn, id, title, "pending"));
     // Post-tool hook update: no parent id (attributed by tool call id).
     h.update(
         S,
@@ -69,38 +56,24 @@ fn child_tool(h: &mut Harness, spawn: &str, id: &str, title: &str) {
 }
 
 fn child_text(h: &mut Harness, spawn: &str, text: &str) {
-    h.update(
-        S,
-        json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text},
-        "_meta": {"claudeCode": {"parentToolUseId": spawn}}}),
-    );
+    h.update(S, frames::child_text(spawn, text));
 }
 
 fn complete(h: &mut Harness, session: &str, spawn: &str, status: &str) {
-    h.update(session, json!({"sessionUpdate": "tool_call_update", "toolCallId": spawn, "status": status,
-        "content": [{"type": "content", "content": {"type": "text", "text": format!("result of {spawn}")}}],
-        "_meta": {"claudeCode": {"toolName": "Agent"}}}));
-}
-
-fn entries_text(entries: &[Entry]) -> Vec<String> {
-    entries
-        .iter()
-        .map(|e| match e {
-            Entry::User(t) => format!("user:{t}"),
-            Entry::Assistant(t) => format!("agent:{t}"),
-            Entry::Tool(t) => format!("tool:{}:{}", t.id, t.status),
-        })
-        .collect()
+    h.update(
+        session,
+        frames::spawn_result(spawn, status, &format!("result of {spawn}")),
+    );
 }
 
 fn child_entries(h: &mut Harness, child: &str) -> Vec<String> {
     h.load_child(child);
-    entries_text(&h.zed.threads[child].entries)
+    entry_lines(&h.zed.threads[child].entries)
 }
 
 #[test]
 fn two_parallel_subagents_with_interleaved_events_stay_apart() {
-    let mut h = Harness::new(zed_cfg());
+    let mut h = Harness::new(zed_config());
     start(&mut h, true);
     spawn(&mut h, S, "spawn-a", None, "alpha");
     spawn(&mut h, S, "spawn-b", None, "beta");
@@ -152,7 +125,7 @@ fn two_parallel_subagents_with_interleaved_events_stay_apart() {
 
 #[test]
 fn live_progress_shows_in_the_card_title_while_running() {
-    let mut h = Harness::new(zed_cfg());
+    let mut h = Harness::new(zed_config());
     start(&mut h, true);
     spawn(&mut h, S, "sp", None, "Survey");
     child_tool(&mut h, "sp", "t1", "Find `*.txt`");
@@ -170,7 +143,7 @@ fn live_progress_shows_in_the_card_title_while_running() {
             live_progress: false,
             ..Default::default()
         },
-        ..zed_cfg()
+        ..zed_config()
     });
     start(&mut quiet, true);
     spawn(&mut quiet, S, "sp", None, "Survey");
@@ -183,7 +156,7 @@ fn live_progress_shows_in_the_card_title_while_running() {
 
 #[test]
 fn nested_subagent_gets_a_card_in_its_parent_child_thread() {
-    let mut h = Harness::new(zed_cfg());
+    let mut h = Harness::new(zed_config());
     start(&mut h, true);
     spawn(&mut h, S, "outer", None, "outer task");
     spawn(&mut h, S, "inner", Some("outer"), "inner task");
@@ -221,7 +194,7 @@ fn nested_subagent_gets_a_card_in_its_parent_child_thread() {
 
 #[test]
 fn background_subagent_finishing_after_the_turn_extends_its_card() {
-    let mut h = Harness::new(zed_cfg());
+    let mut h = Harness::new(zed_config());
     start(&mut h, true);
     let prompt = h.request(
         "session/prompt",
@@ -260,7 +233,7 @@ fn background_subagent_finishing_after_the_turn_extends_its_card() {
 
 #[test]
 fn stop_on_a_child_cancels_the_parent_turn_and_shows_cancelled_after_confirmation() {
-    let mut h = Harness::new(zed_cfg());
+    let mut h = Harness::new(zed_config());
     start(&mut h, true);
     let prompt = h.request("session/prompt", json!({"sessionId": S, "prompt": []}));
     spawn(&mut h, S, "sp", None, "long task");
@@ -289,7 +262,7 @@ fn stop_on_a_child_cancels_the_parent_turn_and_shows_cancelled_after_confirmatio
             child_cancel: acp_proxy::engine::ChildCancel::Ignore,
             ..Default::default()
         },
-        ..zed_cfg()
+        ..zed_config()
     });
     start(&mut h, true);
     spawn(&mut h, S, "sp", None, "long task");
@@ -300,7 +273,7 @@ fn stop_on_a_child_cancels_the_parent_turn_and_shows_cancelled_after_confirmatio
 
 #[test]
 fn standard_child_cancel_goes_to_the_child_when_the_agent_can() {
-    let mut h = Harness::new(zed_cfg());
+    let mut h = Harness::new(zed_config());
     start(&mut h, true);
     h.update(
         S,
@@ -324,7 +297,7 @@ fn standard_child_cancel_goes_to_the_child_when_the_agent_can() {
 
 #[test]
 fn child_permission_before_its_tool_call_is_held_then_routed() {
-    let mut h = Harness::new(zed_cfg());
+    let mut h = Harness::new(zed_config());
     start(&mut h, true);
     spawn(&mut h, S, "sp", None, "task");
     let child = child_session_id(S, "sp");
@@ -360,7 +333,7 @@ fn child_permission_before_its_tool_call_is_held_then_routed() {
 
 #[test]
 fn child_permission_goes_to_the_parent_until_the_child_is_loaded() {
-    let mut h = Harness::new(zed_cfg());
+    let mut h = Harness::new(zed_config());
     start(&mut h, true);
     spawn(&mut h, S, "sp", None, "task");
     child_tool(&mut h, "sp", "w1", "Write file");
@@ -389,7 +362,7 @@ fn child_permission_goes_to_the_parent_until_the_child_is_loaded() {
 
 #[test]
 fn replayed_parent_load_shows_the_same_cards_and_ids() {
-    let mut h = Harness::new(zed_cfg());
+    let mut h = Harness::new(zed_config());
     start(&mut h, true);
     spawn(&mut h, S, "sp", None, "task");
     child_tool(&mut h, "sp", "c1", "Read");
@@ -423,7 +396,7 @@ fn replayed_parent_load_shows_the_same_cards_and_ids() {
 
     // After a restart (new engine, same store), an agent whose replay lacks the child's events.
     let store: StoreModel = h.store.clone();
-    let mut h2 = Harness::with_store(zed_cfg(), store);
+    let mut h2 = Harness::with_store(zed_config(), store);
     start(&mut h2, true);
     let id = h2.request(
         "session/load",
@@ -442,13 +415,13 @@ fn replayed_parent_load_shows_the_same_cards_and_ids() {
 
 #[test]
 fn child_load_after_restart_is_served_from_the_store() {
-    let mut h = Harness::new(zed_cfg());
+    let mut h = Harness::new(zed_config());
     start(&mut h, true);
     spawn(&mut h, S, "sp", None, "task");
     child_text(&mut h, "sp", "done");
     complete(&mut h, S, "sp", "completed");
     let child = child_session_id(S, "sp");
-    let mut h2 = Harness::with_store(zed_cfg(), h.store.clone());
+    let mut h2 = Harness::with_store(zed_config(), h.store.clone());
     start(&mut h2, true);
     assert_eq!(
         child_entries(&mut h2, &child),
@@ -462,7 +435,7 @@ fn child_load_after_restart_is_served_from_the_store() {
 
 #[test]
 fn child_sessions_refuse_prompts_and_answer_close() {
-    let mut h = Harness::new(zed_cfg());
+    let mut h = Harness::new(zed_config());
     start(&mut h, true);
     spawn(&mut h, S, "sp", None, "task");
     let child = child_session_id(S, "sp");
@@ -485,7 +458,7 @@ fn child_sessions_refuse_prompts_and_answer_close() {
 
 #[test]
 fn agent_without_load_refuses_parent_loads_but_serves_children() {
-    let mut h = Harness::new(zed_cfg());
+    let mut h = Harness::new(zed_config());
     start(&mut h, false);
     spawn(&mut h, S, "sp", None, "task");
     complete(&mut h, S, "sp", "completed");
@@ -506,7 +479,7 @@ fn agent_without_load_refuses_parent_loads_but_serves_children() {
 
 #[test]
 fn session_list_hides_child_sessions() {
-    let mut h = Harness::new(zed_cfg());
+    let mut h = Harness::new(zed_config());
     start(&mut h, true);
     h.update(S, json!({"sessionUpdate": "subagent_update", "sessionId": "kid", "title": "Kid", "state": {"state": "running"}}));
     let id = h.request("session/list", json!({}));
@@ -529,7 +502,7 @@ fn flat_mode_keeps_a_live_copy_in_the_parent() {
             live_child_events: acp_proxy::engine::LiveChildEvents::Flat,
             ..Default::default()
         },
-        ..zed_cfg()
+        ..zed_config()
     });
     start(&mut h, true);
     spawn(&mut h, S, "sp", None, "task");
@@ -612,7 +585,7 @@ fn display_off_is_a_pure_relay() {
 
 #[test]
 fn orphan_child_events_stay_in_the_parent_and_are_noted() {
-    let mut h = Harness::new(zed_cfg());
+    let mut h = Harness::new(zed_config());
     start(&mut h, true);
     child_text(&mut h, "never-spawned", "lost?");
     assert!(matches!(h.zed.threads[S].entries.last(), Some(Entry::Assistant(t)) if t == "lost?"));
@@ -640,7 +613,7 @@ fn standard_children_keep_their_card_when_the_parent_is_reopened() {
     let spawn = synthesized_spawn_id("kid");
     let child = child_session_id(S, &spawn);
     for agent_replays_announcements in [true, false] {
-        let mut h = Harness::new(zed_cfg());
+        let mut h = Harness::new(zed_config());
         start(&mut h, true);
         standard_child_run(&mut h);
         let live = h.zed.threads[S].card(&spawn).cloned().expect("live card");
@@ -667,10 +640,10 @@ fn standard_children_keep_their_card_when_the_parent_is_reopened() {
         );
     }
     // After a restart, from the store, with a replay that lacks the announcement.
-    let mut h = Harness::new(zed_cfg());
+    let mut h = Harness::new(zed_config());
     start(&mut h, true);
     standard_child_run(&mut h);
-    let mut h2 = Harness::with_store(zed_cfg(), h.store.clone());
+    let mut h2 = Harness::with_store(zed_config(), h.store.clone());
     start(&mut h2, true);
     let id = h2.request(
         "session/load",
@@ -686,7 +659,7 @@ fn standard_children_keep_their_card_when_the_parent_is_reopened() {
 
 #[test]
 fn the_parents_own_permission_requests_never_wait() {
-    let mut h = Harness::new(zed_cfg());
+    let mut h = Harness::new(zed_config());
     start(&mut h, true);
     spawn(&mut h, S, "sp", None, "task");
     // A parent tool call announced first, then its permission request, while a child runs.
@@ -702,7 +675,7 @@ fn the_parents_own_permission_requests_never_wait() {
 
 #[test]
 fn the_parents_tool_call_updates_pass_byte_for_byte_while_a_child_runs() {
-    let mut h = Harness::new(zed_cfg());
+    let mut h = Harness::new(zed_config());
     start(&mut h, true);
     spawn(&mut h, S, "sp", None, "task");
     child_tool(&mut h, "sp", "c1", "Read c");

@@ -7,7 +7,7 @@ use acp_proxy::store::{Store, StoreConfig, StoreLocation, StoreOp, StoredChild};
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::zed_model::ZedModel;
+use super::zed_model::{Entry, ZedModel};
 
 /// The real store, in memory: what a "restart" (a new engine over the same store) finds.
 #[derive(Clone)]
@@ -104,10 +104,7 @@ impl Harness {
     }
 
     pub fn zed() -> Harness {
-        Harness::new(EngineConfig {
-            display: acp_proxy::engine::SubagentDisplay::Zed,
-            ..EngineConfig::default()
-        })
+        Harness::new(zed_config())
     }
 
     /// The client (Zed) sends a message.
@@ -142,8 +139,7 @@ impl Harness {
 
     /// The agent sends a `session/update`.
     pub fn update(&mut self, session: &str, update: Value) {
-        self.agent(json!({"jsonrpc": "2.0", "method": "session/update",
-            "params": {"sessionId": session, "update": update}}));
+        self.agent(update_msg(session, update));
     }
 
     pub fn advance(&mut self, ms: u64) {
@@ -207,6 +203,32 @@ impl Harness {
             (v.get("id") == Some(&json!(id)) && v.get("method").is_none()).then_some(v)
         })
     }
+}
+
+/// The engine's settings with subagents shown as Zed shows them.
+pub fn zed_config() -> EngineConfig {
+    EngineConfig {
+        display: acp_proxy::engine::SubagentDisplay::Zed,
+        ..EngineConfig::default()
+    }
+}
+
+/// A `session/update` notification of `session`.
+pub fn update_msg(session: &str, update: Value) -> Value {
+    json!({"jsonrpc": "2.0", "method": "session/update",
+        "params": {"sessionId": session, "update": update}})
+}
+
+/// Entries of a thread as one line each: `user:…`, `agent:…`, `tool:ID:STATUS`.
+pub fn entry_lines(entries: &[Entry]) -> Vec<String> {
+    entries
+        .iter()
+        .map(|e| match e {
+            Entry::User(t) => format!("user:{t}"),
+            Entry::Assistant(t) => format!("agent:{t}"),
+            Entry::Tool(t) => format!("tool:{}:{}", t.id, t.status),
+        })
+        .collect()
 }
 
 pub fn line(msg: &Value) -> Bytes {
