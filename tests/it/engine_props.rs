@@ -684,17 +684,7 @@ fn check(run: &mut Run) -> Result<(), TestCaseError> {
 }
 
 fn new_run() -> Run {
-    let mut h = Harness::zed();
-    let id = h.request(
-        "initialize",
-        json!({"protocolVersion": 1, "clientInfo": {"name": "zed", "version": "1.18"}}),
-    );
-    h.agent(
-        json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": 1,
-        "agentCapabilities": {"loadSession": true}, "agentInfo": {"name": "prop"}}}),
-    );
-    let id = h.request("session/new", json!({"cwd": "/p", "mcpServers": []}));
-    h.agent(json!({"jsonrpc": "2.0", "id": id, "result": {"sessionId": S}}));
+    let h = Harness::zed_session("prop", S);
     Run {
         h,
         n: 0,

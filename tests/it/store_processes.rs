@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use acp_proxy::store::Store;
 
 use crate::support::proxy::BIN;
+use crate::support::rng::Rng;
 use crate::support::store::open_store;
 
 fn spawn_writer(path: &Path, child: &str, batch: u64, duration_ms: Option<u64>) -> Child {
@@ -121,21 +122,6 @@ fn two_processes_write_one_store_concurrently() {
         assert_prefix(&ns, committed, child);
         // It exited normally after its last flush: exactly what it reported.
         assert_eq!(ns.len() as u64, committed, "{child}");
-    }
-}
-
-/// A small deterministic generator (xorshift64*), so a failing run can be replayed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi - lo)
     }
 }
 

@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 
 use crate::support::proxy;
 use crate::support::proxy::{Proxy, Scratch, BIN, FAST_SHUTDOWN};
+use crate::support::rng::Rng;
 use crate::support::store::open_store;
 
 // ---------------------------------------------------------------------------------------
@@ -199,21 +200,6 @@ fn store_complaints(stderr: &str) -> Vec<&str> {
         .lines()
         .filter(|l| (l.contains("WARN") || l.contains("ERROR")) && l.contains("store"))
         .collect()
-}
-
-/// A small deterministic generator (xorshift64*), so a failing run can be replayed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi - lo)
-    }
 }
 
 // ---------------------------------------------------------------------------------------

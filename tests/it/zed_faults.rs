@@ -12,18 +12,7 @@ use crate::support::frames;
 const S: &str = "sess-1";
 
 fn start() -> Harness {
-    let mut h = Harness::zed();
-    let id = h.request(
-        "initialize",
-        json!({"protocolVersion": 1, "clientInfo": {"name": "zed", "version": "1.18"}}),
-    );
-    h.agent(
-        json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": 1,
-        "agentCapabilities": {"loadSession": true}, "agentInfo": {"name": "fake"}}}),
-    );
-    let id = h.request("session/new", json!({"cwd": "/p", "mcpServers": []}));
-    h.agent(json!({"jsonrpc": "2.0", "id": id, "result": {"sessionId": S}}));
-    h
+    Harness::zed_session("fake", S)
 }
 
 fn spawn(h: &mut Harness, id: &str) {

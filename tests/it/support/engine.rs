@@ -107,6 +107,23 @@ impl Harness {
         Harness::new(zed_config())
     }
 
+    /// Zed mode, after Zed's `initialize` (answered by an agent called `agent` that loads
+    /// sessions) and a `session/new` the agent answers with `session`.
+    pub fn zed_session(agent: &str, session: &str) -> Harness {
+        let mut h = Harness::zed();
+        let id = h.request(
+            "initialize",
+            json!({"protocolVersion": 1, "clientInfo": {"name": "zed", "version": "1.18"}}),
+        );
+        h.agent(
+            json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": 1,
+            "agentCapabilities": {"loadSession": true}, "agentInfo": {"name": agent}}}),
+        );
+        let id = h.request("session/new", json!({"cwd": "/p", "mcpServers": []}));
+        h.agent(json!({"jsonrpc": "2.0", "id": id, "result": {"sessionId": session}}));
+        h
+    }
+
     /// The client (Zed) sends a message.
     pub fn client(&mut self, msg: Value) {
         self.zed.client_sent(&msg);

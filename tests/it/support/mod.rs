@@ -5,6 +5,7 @@
 pub mod engine;
 pub mod frames;
 pub mod proxy;
+pub mod rng;
 pub mod store;
 /// The Zed model lives in the library (the demo prints through it too).
 pub mod zed_model {
