@@ -18,6 +18,7 @@ mod dump;
 mod engine_props;
 mod faults;
 mod fuzz_corpus;
+mod layers;
 mod lifecycle;
 mod relay_bytes;
 mod secrets;
