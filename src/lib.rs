@@ -5,7 +5,6 @@
 
 // System calls and SIMD intrinsics only, in the modules that allow it by name.
 #![deny(unsafe_code)]
-#![warn(unreachable_pub)]
 
 // Layers, bottom up: each imports only the ones above it (tests/it/layers.rs checks).
 mod chain;

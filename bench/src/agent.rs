@@ -23,7 +23,7 @@ use crate::mapped::Mapped;
 use crate::wire;
 
 #[derive(Debug, clap::Args)]
-pub struct AgentArgs {
+pub(crate) struct AgentArgs {
     /// Stream file written by `acp-bench gen` (stream mode).
     #[arg(long)]
     pub traffic: Option<PathBuf>,
@@ -41,7 +41,7 @@ pub struct AgentArgs {
     pub report: Option<PathBuf>,
 }
 
-pub fn run(args: AgentArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
     // Raw descriptors: no std locks or line buffering between the bench and the pipes.
     let stdin = File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
     let mut input = BufReader::with_capacity(256 * 1024, stdin);

@@ -18,7 +18,7 @@ use crate::wire;
 
 /// What sits between the client and the agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Relay {
+pub(crate) enum Relay {
     /// Nothing: the client talks to the agent's pipes.
     Direct,
     /// One `cat` per direction: the cost of a separate process that only copies bytes.
@@ -35,7 +35,7 @@ pub enum Relay {
 }
 
 impl Relay {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Relay::Direct => "direct",
             Relay::Cat => "cat",
@@ -47,11 +47,11 @@ impl Relay {
     }
 
     /// Whether this relay rewrites subagent traffic (`display = "zed"`).
-    pub fn is_zed(self) -> bool {
+    pub(crate) fn is_zed(self) -> bool {
         matches!(self, Relay::Zed | Relay::BaseZed)
     }
 
-    pub fn parse(s: &str) -> anyhow::Result<Relay> {
+    pub(crate) fn parse(s: &str) -> anyhow::Result<Relay> {
         Ok(match s {
             "direct" => Relay::Direct,
             "cat" => Relay::Cat,
@@ -65,7 +65,7 @@ impl Relay {
 }
 
 /// Fixed inputs of every run.
-pub struct Env {
+pub(crate) struct Env {
     pub bench_exe: PathBuf,
     pub proxy_exe: PathBuf,
     pub baseline_exe: Option<PathBuf>,
@@ -77,13 +77,13 @@ pub struct Env {
     pub seed: u64,
 }
 
-pub enum Work<'a> {
+pub(crate) enum Work<'a> {
     Stream(&'a Stream),
     Pings(u64),
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// Stream mode: seconds from `session/prompt` sent to its response received.
     pub secs: f64,
     /// Frames received that are not verbatim generated frames (rewritten or added).
@@ -361,7 +361,12 @@ fn proc_cpu_s(pid: u32) -> Option<f64> {
 }
 
 /// Run one configuration once.
-pub fn run(env: &Env, relay: Relay, work: Work<'_>, timeout: Duration) -> anyhow::Result<Outcome> {
+pub(crate) fn run(
+    env: &Env,
+    relay: Relay,
+    work: Work<'_>,
+    timeout: Duration,
+) -> anyhow::Result<Outcome> {
     let report = env.workdir.join("pings.txt");
     let agent_args: Vec<String> = match &work {
         Work::Stream(s) => vec!["--traffic".into(), s.path.to_string_lossy().into_owned()],

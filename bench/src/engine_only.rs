@@ -10,7 +10,7 @@ use crate::gen::{self, Profile, SESSION_ID};
 
 /// Feed the ACP handshake and then every line of the stream to an engine in `display` mode;
 /// print MB/s over `reps` passes (median) and what came out.
-pub fn run(
+pub(crate) fn run(
     dir: &std::path::Path,
     profile: Profile,
     seed: u64,

@@ -16,17 +16,17 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 /// Session id the bench agent hands out; part of every generated frame.
-pub const SESSION_ID: &str = "8d1c1a52-bench-4c4e-9a51-5e55107e0001";
+pub(crate) const SESSION_ID: &str = "8d1c1a52-bench-4c4e-9a51-5e55107e0001";
 
 /// Frame classes (one byte per frame in the class file).
-pub const CLASS_KEEP: u8 = 0;
+pub(crate) const CLASS_KEEP: u8 = 0;
 /// A spawn or end-of-spawn frame of a subagent: a `zed` display may add `_meta` to it.
-pub const CLASS_SPAWN: u8 = 1;
+pub(crate) const CLASS_SPAWN: u8 = 1;
 /// A child event (legacy wire): a `zed` display diverts it into the child thread.
-pub const CLASS_CHILD: u8 = 2;
+pub(crate) const CLASS_CHILD: u8 = 2;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Profile {
+pub(crate) enum Profile {
     /// Realistic parent-only traffic: no subagents at all.
     Mix,
     /// The same mix with ~30% of frames being events of several parallel legacy subagents.
@@ -36,7 +36,7 @@ pub enum Profile {
 }
 
 impl Profile {
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         match self {
             Profile::Mix => "mix".into(),
             Profile::Subagents => "subagents".into(),
@@ -44,7 +44,7 @@ impl Profile {
         }
     }
 
-    pub fn parse(s: &str) -> anyhow::Result<Profile> {
+    pub(crate) fn parse(s: &str) -> anyhow::Result<Profile> {
         match s {
             "mix" => Ok(Profile::Mix),
             "subagents" => Ok(Profile::Subagents),
@@ -58,7 +58,7 @@ impl Profile {
 
 /// What a generated stream holds (also written as `<stream>.meta`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Summary {
+pub(crate) struct Summary {
     pub bytes: u64,
     pub frames: u64,
     pub permission_requests: u64,
@@ -104,12 +104,12 @@ impl Summary {
 
 /// Paths of one generated stream.
 #[derive(Debug, Clone)]
-pub struct Stream {
+pub(crate) struct Stream {
     pub path: PathBuf,
     pub summary: Summary,
 }
 
-pub fn class_path(stream: &Path) -> PathBuf {
+pub(crate) fn class_path(stream: &Path) -> PathBuf {
     stream.with_extension("class")
 }
 
@@ -117,14 +117,19 @@ fn meta_path(stream: &Path) -> PathBuf {
     stream.with_extension("meta")
 }
 
-pub fn read_summary(stream: &Path) -> anyhow::Result<Summary> {
+pub(crate) fn read_summary(stream: &Path) -> anyhow::Result<Summary> {
     let p = meta_path(stream);
     let text = std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
     Summary::from_text(&text).with_context(|| format!("{} is not a stream summary", p.display()))
 }
 
 /// Generate (or reuse, when already there) the stream for these parameters under `dir`.
-pub fn ensure(dir: &Path, profile: Profile, seed: u64, bytes: u64) -> anyhow::Result<Stream> {
+pub(crate) fn ensure(
+    dir: &Path,
+    profile: Profile,
+    seed: u64,
+    bytes: u64,
+) -> anyhow::Result<Stream> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let size = match profile {
         Profile::Churn { .. } => "all".to_owned(),
@@ -167,13 +172,13 @@ pub fn ensure(dir: &Path, profile: Profile, seed: u64, bytes: u64) -> anyhow::Re
 
 /// splitmix64: small, fast, and the same everywhere.
 #[derive(Debug, Clone)]
-pub struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
-    pub fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         Rng(seed ^ 0x5eed_acb0_0000_0001)
     }
-    pub fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -181,11 +186,11 @@ impl Rng {
         z ^ (z >> 31)
     }
     /// Uniform in `lo..=hi`.
-    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+    pub(crate) fn range(&mut self, lo: u64, hi: u64) -> u64 {
         lo + self.next() % (hi - lo + 1)
     }
     /// True with probability `p` percent.
-    pub fn pct(&mut self, p: u64) -> bool {
+    pub(crate) fn pct(&mut self, p: u64) -> bool {
         self.next() % 100 < p
     }
 }
@@ -227,7 +232,7 @@ const TOOLS: &[(&str, &str, &str)] = &[
 ];
 
 /// Writes frames, classes and the running summary.
-pub struct Generator<W: Write, C: Write> {
+pub(crate) struct Generator<W: Write, C: Write> {
     rng: Rng,
     out: W,
     class: C,
@@ -241,7 +246,7 @@ pub struct Generator<W: Write, C: Write> {
 }
 
 impl<W: Write, C: Write> Generator<W, C> {
-    pub fn new(seed: u64, out: W, class: C) -> Self {
+    pub(crate) fn new(seed: u64, out: W, class: C) -> Self {
         Generator {
             rng: Rng::new(seed),
             out,
@@ -255,13 +260,13 @@ impl<W: Write, C: Write> Generator<W, C> {
         }
     }
 
-    pub fn finish(mut self) -> anyhow::Result<Summary> {
+    pub(crate) fn finish(mut self) -> anyhow::Result<Summary> {
         self.out.flush()?;
         self.class.flush()?;
         Ok(self.summary)
     }
 
-    pub fn run(&mut self, profile: Profile, bytes: u64) -> anyhow::Result<()> {
+    pub(crate) fn run(&mut self, profile: Profile, bytes: u64) -> anyhow::Result<()> {
         // A 1 MiB frame early on, then one every 32 MiB: "a few" in any size.
         let mut next_big = (bytes / 4).min(2 << 20);
         match profile {

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::Context;
 
-pub struct Mapped {
+pub(crate) struct Mapped {
     ptr: *mut libc::c_void,
     len: usize,
 }
@@ -18,7 +18,7 @@ unsafe impl Send for Mapped {}
 unsafe impl Sync for Mapped {}
 
 impl Mapped {
-    pub fn open(path: &Path) -> anyhow::Result<Mapped> {
+    pub(crate) fn open(path: &Path) -> anyhow::Result<Mapped> {
         let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
         let len = usize::try_from(file.metadata()?.len())?;
         if len == 0 {
@@ -47,11 +47,11 @@ impl Mapped {
         Ok(Mapped { ptr, len })
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
-    pub fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         if self.len == 0 {
             return &[];
         }

@@ -6,13 +6,13 @@
 const ID_PREFIX: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":\"";
 
 /// A frame without its line terminator.
-pub fn body(line: &[u8]) -> &[u8] {
+pub(crate) fn body(line: &[u8]) -> &[u8] {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     line.strip_suffix(b"\r").unwrap_or(line)
 }
 
 /// The string id of a request with `method`, when `line` is one.
-pub fn request_id<'a>(line: &'a [u8], method: &[u8]) -> Option<&'a [u8]> {
+pub(crate) fn request_id<'a>(line: &'a [u8], method: &[u8]) -> Option<&'a [u8]> {
     let (id, rest) = string_id(line)?;
     let rest = rest.strip_prefix(b",\"method\":\"")?;
     rest.strip_prefix(method)?.strip_prefix(b"\"")?;
@@ -20,7 +20,7 @@ pub fn request_id<'a>(line: &'a [u8], method: &[u8]) -> Option<&'a [u8]> {
 }
 
 /// The string id of a successful response, when `line` is one.
-pub fn response_id(line: &[u8]) -> Option<&[u8]> {
+pub(crate) fn response_id(line: &[u8]) -> Option<&[u8]> {
     let (id, rest) = string_id(line)?;
     rest.starts_with(b",\"result\"").then_some(id)
 }
@@ -33,7 +33,7 @@ fn string_id(line: &[u8]) -> Option<(&[u8], &[u8])> {
 
 /// The answer to a permission request: allow, echoing a hash of the request's bytes so the
 /// agent can check that what arrived is what it sent.
-pub fn permission_answer(id: &[u8], request_body: &[u8], out: &mut Vec<u8>) {
+pub(crate) fn permission_answer(id: &[u8], request_body: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(ID_PREFIX);
     out.extend_from_slice(id);
     out.extend_from_slice(
@@ -46,7 +46,7 @@ pub fn permission_answer(id: &[u8], request_body: &[u8], out: &mut Vec<u8>) {
 }
 
 /// The hash echoed in a permission answer.
-pub fn answer_hash(line: &[u8]) -> Option<u64> {
+pub(crate) fn answer_hash(line: &[u8]) -> Option<u64> {
     const KEY: &[u8] = b"\"benchHash\":\"";
     let at = memchr::memmem::find(line, KEY)? + KEY.len();
     let hex = line.get(at..at + 16)?;
@@ -54,7 +54,7 @@ pub fn answer_hash(line: &[u8]) -> Option<u64> {
 }
 
 /// A fast non-cryptographic hash (FxHash over 8-byte words), enough to catch corruption.
-pub fn hash(bytes: &[u8]) -> u64 {
+pub(crate) fn hash(bytes: &[u8]) -> u64 {
     const K: u64 = 0x517c_c1b7_2722_0a95;
     let mut h = bytes.len() as u64;
     let mut words = bytes.chunks_exact(8);
