@@ -16,9 +16,9 @@ pub enum Action {
     /// Persist this in the durable store (off the hot path).
     Store(StoreOp),
     /// Look up every stored child of this parent session and hand them to
-    /// [`Engine::restore`] before carrying out the next action.
+    /// [`Engine::restore`](super::Engine::restore) before carrying out the next action.
     FetchChildren { parent_session_id: String },
-    /// Look up one stored child and hand it to [`Engine::child_fetched`] with this request.
+    /// Look up one stored child and hand it to [`Engine::child_fetched`](super::Engine::child_fetched) with this request.
     FetchChild { child_id: String, request: Bytes },
 }
 

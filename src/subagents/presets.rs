@@ -1,6 +1,6 @@
 //! How each agent marks subagents on the wire, as data.
 //!
-//! The detector in [`super::detect`] only walks these tables; supporting a new agent (or a new
+//! The detector (`subagents::detect`) only walks these tables; supporting a new agent (or a new
 //! version of one) means adding a row, not a code path. Pointers are JSON pointers into a
 //! `session/update`'s `update` object (or a permission request's `toolCall`).
 

@@ -1,7 +1,7 @@
 //! I/O around the engine: line framing, the agent's process, the stdio relay.
 //!
 //! [`relay`] runs a session: it starts the agent (or, started by a conductor, runs as a chain
-//! link) and selects over every reader. What arrives goes through the one [`shell::Shell`],
+//! link) and selects over every reader. What arrives goes through the one `Shell` (`shell.rs`),
 //! which feeds the engine and carries out its actions; chain mode is a layer inside it, not a
 //! loop of its own.
 

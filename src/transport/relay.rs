@@ -2,10 +2,10 @@
 //! chain mode, a conductor on our stdin/stdout that carries both sides).
 //!
 //! A session is three steps, as in tokio's mini-redis: [`run`] starts it (the first frame
-//! decides standalone or chain mode; standalone starts the agent), [`Relay::pump`] moves
-//! frames until one side ends, and [`Relay::shut_down`] stops the agent and says why the
-//! session ended. One task owns the [`Shell`] and selects over every reader; each writer is
-//! its own task behind an [`Outbox`]. A side is only read while the opposite outbox has room,
+//! decides standalone or chain mode; standalone starts the agent), `Relay::pump` moves
+//! frames until one side ends, and `Relay::shut_down` stops the agent and says why the
+//! session ended. One task owns the `Shell` and selects over every reader; each writer is its
+//! own task behind an `Outbox`. A side is only read while the opposite outbox has room,
 //! so a slow reader slows its writer and nothing is dropped or buffered without bound.
 
 use std::collections::VecDeque;

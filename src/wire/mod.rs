@@ -2,7 +2,7 @@
 //! without state. Frame bodies and line splitting (here), the borrowed [`envelope`], byte
 //! scans for the keys the router tests ([`keys`]), a validating JSON skipper (`skip`), the
 //! one-pass `session/update` reader ([`update_view`]), the state-free reading done ahead on
-//! the reader thread ([`read_ahead`]) and the lines the proxy writes itself ([`write`]).
+//! the reader thread ([`read_ahead`]) and the lines the proxy writes itself ([`write`](mod@write)).
 //!
 //! The bottom layer: nothing here imports another module of the crate.
 
