@@ -5,10 +5,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{ChildCancel, EngineConfig, Limits, LiveChildEvents};
+use crate::engine::{EngineConfig, Limits, SubagentDisplay, ZedOptions};
 use crate::subagents::presets::PresetSet;
 use crate::subagents::select::PresetChoice;
 use crate::subagents::spec::PresetSpec;
+use crate::transport::relay::ShutdownConfig;
 
 /// Default maximum size of one frame held in memory (64 MiB).
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
@@ -33,34 +34,20 @@ pub enum ConfigError {
     Preset { path: PathBuf, message: String },
 }
 
-/// How subagents are shown to the client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Display {
-    /// `acp` if the client advertised subagents, else `zed` if the client is Zed, else
-    /// `transcript`.
-    #[default]
-    Auto,
-    Zed,
-    Acp,
-    Transcript,
-    Off,
-}
-
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// How subagents are shown to the client.
-    pub display: Display,
+    pub display: SubagentDisplay,
     /// Lines longer than this are relayed in pieces without being parsed.
     pub max_frame_bytes: usize,
     /// Log filter for stderr (`error`, `warn`, `info`, `debug`, `trace`, or a tracing filter).
     pub log_level: String,
     pub dump: DumpConfig,
     pub shutdown: ShutdownConfig,
-    pub zed: ZedConfig,
+    pub zed: ZedOptions,
     pub subagents: SubagentsConfig,
-    pub limits: LimitsConfig,
+    pub limits: Limits,
     /// Durable child transcripts (`[store]`).
     pub store: crate::store::StoreConfig,
 }
@@ -68,14 +55,14 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            display: Display::Auto,
+            display: SubagentDisplay::Auto,
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             log_level: "info".to_owned(),
             dump: DumpConfig::default(),
             shutdown: ShutdownConfig::default(),
-            zed: ZedConfig::default(),
+            zed: ZedOptions::default(),
             subagents: SubagentsConfig::default(),
-            limits: LimitsConfig::default(),
+            limits: Limits::default(),
             store: crate::store::StoreConfig::default(),
         }
     }
@@ -105,81 +92,6 @@ impl Default for DumpConfig {
             queue_frames: 4096,
             max_bytes: crate::dump::DEFAULT_MAX_BYTES,
             max_files: crate::dump::DEFAULT_MAX_FILES,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ShutdownConfig {
-    /// After closing the agent's stdin, wait this long before SIGTERM to its process group.
-    pub stdin_grace_ms: u64,
-    /// After SIGTERM, wait this long before SIGKILL.
-    pub term_grace_ms: u64,
-}
-
-impl Default for ShutdownConfig {
-    fn default() -> Self {
-        ShutdownConfig {
-            stdin_grace_ms: 1000,
-            term_grace_ms: 2000,
-        }
-    }
-}
-
-/// `[zed]`: how subagents are shown to Zed.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ZedConfig {
-    /// Add `clientCapabilities.subagents` and the child-transcript flag to the `initialize`
-    /// sent to the agent, so it reports subagents exactly.
-    pub opt_in: bool,
-    /// `hide`: child events appear only in the child thread; `flat`: also live in the parent.
-    pub live_child_events: LiveChildEvents,
-    /// Show the child's latest activity in the spawn card's title while it runs.
-    pub live_progress: bool,
-    /// Stop on a child the agent cannot cancel alone: `parent` cancels the parent's turn,
-    /// `ignore` does nothing.
-    pub child_cancel: ChildCancel,
-    /// How long a permission request that may belong to a child waits for attribution.
-    pub permission_hold_ms: u64,
-    /// Permission requests held at once; further ones go out unattributed.
-    pub max_held_permissions: usize,
-}
-
-impl Default for ZedConfig {
-    fn default() -> Self {
-        let e = EngineConfig::default();
-        ZedConfig {
-            opt_in: e.opt_in,
-            live_child_events: e.live_child_events,
-            live_progress: e.live_progress,
-            child_cancel: e.child_cancel,
-            permission_hold_ms: e.permission_hold_ms,
-            max_held_permissions: e.max_held_permissions,
-        }
-    }
-}
-
-/// `[limits]`: bounds against runaway agents. Past a limit the proxy stops modelling that
-/// subagent and relays its frames unchanged (and says so); no frame is ever dropped.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct LimitsConfig {
-    pub max_subagents_per_session: usize,
-    pub max_depth: usize,
-    pub max_transcript_bytes: usize,
-    pub max_finished_in_memory: usize,
-}
-
-impl Default for LimitsConfig {
-    fn default() -> Self {
-        let l = Limits::default();
-        LimitsConfig {
-            max_subagents_per_session: l.max_subagents_per_session,
-            max_depth: l.max_depth,
-            max_transcript_bytes: l.max_transcript_bytes,
-            max_finished_in_memory: l.max_finished_in_memory,
         }
     }
 }
@@ -236,19 +148,9 @@ impl Config {
     pub fn engine_config(&self) -> EngineConfig {
         EngineConfig {
             display: self.display,
-            opt_in: self.zed.opt_in,
-            live_child_events: self.zed.live_child_events,
-            live_progress: self.zed.live_progress,
-            child_cancel: self.zed.child_cancel,
-            permission_hold_ms: self.zed.permission_hold_ms,
-            max_held_permissions: self.zed.max_held_permissions,
+            zed: self.zed.clone(),
             presets: self.subagents.choice(),
-            limits: Limits {
-                max_subagents_per_session: self.limits.max_subagents_per_session,
-                max_depth: self.limits.max_depth,
-                max_transcript_bytes: self.limits.max_transcript_bytes,
-                max_finished_in_memory: self.limits.max_finished_in_memory,
-            },
+            limits: self.limits,
         }
     }
 
@@ -466,7 +368,10 @@ pub fn ignored_local_config(source: &ConfigSource) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use crate::store::{StoreConfig, StoreLocation};
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         Config::from_toml(text, Path::new("t.toml"))
@@ -485,6 +390,8 @@ mod tests {
         assert_eq!(cfg.dump.max_files, def.dump.max_files);
         assert_eq!(cfg.shutdown.stdin_grace_ms, def.shutdown.stdin_grace_ms);
         assert_eq!(cfg.shutdown.term_grace_ms, def.shutdown.term_grace_ms);
+        assert_eq!(cfg.zed, def.zed);
+        assert_eq!(cfg.limits, def.limits);
     }
 
     #[test]
@@ -537,5 +444,49 @@ mod tests {
             source.to_string(),
             "./proxy.toml (given on the command line)"
         );
+    }
+
+    #[test]
+    fn store_section_parses_all_spellings() {
+        let cfg = parse("[store]\npath = \"memory\"\nmax_age = \"12h\"\nmax_bytes = \"1MiB\"")
+            .expect("parses");
+        assert_eq!(cfg.store.location, Some(StoreLocation::Memory));
+        assert_eq!(cfg.store.max_age, Duration::from_secs(12 * 3600));
+        assert_eq!(cfg.store.max_bytes, 1 << 20);
+        assert!(cfg.store.background_prune);
+        let cfg =
+            parse("[store]\npath = \"/x/s.db\"\nmax_age = 60\nmax_bytes = 4096\nqueue_ops = 2")
+                .expect("parses");
+        assert_eq!(
+            cfg.store.location,
+            Some(StoreLocation::Path("/x/s.db".into()))
+        );
+        assert_eq!(cfg.store.max_age, Duration::from_secs(60));
+        assert_eq!(cfg.store.max_bytes, 4096);
+        assert_eq!(cfg.store.queue_ops, 2);
+    }
+
+    #[test]
+    fn store_errors_name_the_key() {
+        for (text, key) in [
+            ("[store]\nmax_age = \"30 days\"", "max_age"),
+            ("[store]\nmax_bytes = \"lots\"", "max_bytes"),
+            ("[store]\nqueue_ops = 0", "queue_ops"),
+            ("[store]\npaht = \"x\"", "paht"),
+            ("[store]\npath = \"\"", "path"),
+        ] {
+            let e = parse(text).expect_err(text).to_string();
+            assert!(e.contains(key), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn example_file_matches_defaults() {
+        let cfg = parse(include_str!("../proxy.toml")).expect("example config parses");
+        let def = StoreConfig::default();
+        assert_eq!(cfg.store.location, def.location);
+        assert_eq!(cfg.store.max_age, def.max_age);
+        assert_eq!(cfg.store.max_bytes, def.max_bytes);
+        assert_eq!(cfg.store.queue_ops, def.queue_ops);
     }
 }

@@ -205,11 +205,11 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Some(Command::Demo { proxy_args }) => {
-            acp_proxy::demo::run(&proxy_args)?;
+            acp_proxy::devtools::demo::run(&proxy_args)?;
             Ok(0)
         }
         Some(Command::DemoAgent { script }) => {
-            acp_proxy::demo_agent::run(script.as_deref())?;
+            acp_proxy::devtools::demo_agent::run(script.as_deref())?;
             Ok(0)
         }
         Some(Command::AgentGuardian {
@@ -340,7 +340,7 @@ fn bench_writer(
         agent: "bench-writer".to_owned(),
         cwd: None,
         title: None,
-        state: "running".to_owned(),
+        state: acp_proxy::store::ChildState::Running,
     });
     let mut stdout = std::io::stdout().lock();
     let mut n = 0;
@@ -398,7 +398,7 @@ fn run_proxy(cfg: Config, agent: Vec<String>, demo_agent: bool) -> anyhow::Resul
     keep_read_buffers_mapped();
     // A pure relay keeps nothing; otherwise child transcripts go to the durable store, or
     // to memory (with a warning) if it cannot be used.
-    let store = (cfg.display != acp_proxy::config::Display::Off).then(|| {
+    let store = (cfg.display != acp_proxy::engine::SubagentDisplay::Off).then(|| {
         let (store, warning) = Store::open_or_memory(&cfg.store);
         if let Some(w) = warning {
             tracing::warn!("{w}");

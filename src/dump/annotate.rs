@@ -378,22 +378,21 @@ impl Tracker {
         }
         let chain = self.chain.as_mut()?;
         let bytes = bytes::Bytes::from(format!("{text}\n"));
-        let body = |b: &bytes::Bytes| {
-            String::from_utf8_lossy(crate::transport::framing::line_body(b)).into_owned()
-        };
+        let body =
+            |b: &bytes::Bytes| String::from_utf8_lossy(crate::wire::line_body(b)).into_owned();
         match dir {
-            Direction::ClientToProxy => match chain.from_conductor(bytes) {
+            Direction::ClientToProxy => match chain.route_inbound(bytes) {
                 Route::Client(b) => Some((Direction::ClientToProxy, body(&b))),
                 Route::Agent(b) => Some((Direction::AgentToProxy, body(&b))),
                 Route::Drop(_) => None,
             },
             // The chain's id maps follow what the proxy wrote.
             Direction::ProxyToClient => {
-                chain.to_predecessor(bytes);
+                chain.wrap_for_predecessor(bytes);
                 None
             }
             Direction::ProxyToAgent => {
-                chain.to_successor(bytes);
+                chain.wrap_for_successor(bytes);
                 None
             }
             _ => None,

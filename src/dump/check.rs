@@ -1,6 +1,6 @@
 //! `acp-proxy dump check`: every frame judged on both sides of the proxy, against the ACP
 //! schema (the `agent-client-protocol-schema` crate) and against what Zed does with what it
-//! receives (the model in [`crate::zed_view`]), each finding with its position.
+//! receives (the model in [`crate::devtools::zed_view`]), each finding with its position.
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::annotate::{Kind, Msg, Tracker};
 use super::reader::{Item, Reader, Record};
 use super::record::Direction;
-use crate::zed_view::{Entry, Thread, ToolCall, ZedModel};
+use crate::devtools::zed_view::{Entry, Thread, ToolCall, ZedModel};
 use agent_client_protocol_schema::v1 as acp;
 use agent_client_protocol_schema::MethodDispatchError;
 

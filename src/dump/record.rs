@@ -431,7 +431,7 @@ fn render(rec: &Record, redact: bool) -> serde_json::Value {
             serde_json::json!({"ts": ts, "dir": Direction::ProxyNote, "note": message})
         }
         Record::Frame { ts, dir, bytes } => {
-            let body = crate::transport::framing::line_body(bytes);
+            let body = crate::wire::line_body(bytes);
             let mut rec = serde_json::json!({"ts": ts, "dir": dir});
             let is_frame = *dir != Direction::AgentStderr;
             if is_frame && !bytes.ends_with(b"\n") {

@@ -235,7 +235,7 @@ impl Replayer {
             return;
         }
         match &mut self.chain {
-            Some(chain) => match chain.from_conductor(frame) {
+            Some(chain) => match chain.route_inbound(frame) {
                 Route::Client(inner) => self.engine.from_client(inner, now, &mut actions),
                 Route::Agent(inner) => self.engine.from_agent(inner, now, &mut actions),
                 Route::Drop(_) => {}
@@ -285,7 +285,7 @@ impl Replayer {
                 Action::ToClient(bytes) => {
                     let text = recorded_text(Direction::ProxyToClient, &bytes, self.redact);
                     if let Some(chain) = &mut self.chain {
-                        let _ = chain.to_predecessor(bytes);
+                        let _ = chain.wrap_for_predecessor(bytes);
                     }
                     self.emit(Out {
                         dir: Direction::ProxyToClient,
@@ -295,7 +295,7 @@ impl Replayer {
                 Action::ToAgent(bytes) => {
                     let text = recorded_text(Direction::ProxyToAgent, &bytes, self.redact);
                     if let Some(chain) = &mut self.chain {
-                        let _ = chain.to_successor(bytes);
+                        let _ = chain.wrap_for_successor(bytes);
                     }
                     self.emit(Out {
                         dir: Direction::ProxyToAgent,

@@ -248,12 +248,6 @@ fn de_queue_ops<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
-    use std::path::Path;
-
-    fn parse(text: &str) -> Result<Config, crate::config::ConfigError> {
-        Config::from_toml(text, Path::new("t.toml"))
-    }
 
     #[test]
     fn durations_and_sizes() {
@@ -273,50 +267,6 @@ mod tests {
         for bad in ["", "MiB", "5MB", "5 TiB", "1.5GiB"] {
             assert!(parse_bytes(bad).is_err(), "{bad:?} accepted");
         }
-    }
-
-    #[test]
-    fn store_section_parses_all_spellings() {
-        let cfg = parse("[store]\npath = \"memory\"\nmax_age = \"12h\"\nmax_bytes = \"1MiB\"")
-            .expect("parses");
-        assert_eq!(cfg.store.location, Some(StoreLocation::Memory));
-        assert_eq!(cfg.store.max_age, Duration::from_secs(12 * 3600));
-        assert_eq!(cfg.store.max_bytes, 1 << 20);
-        assert!(cfg.store.background_prune);
-        let cfg =
-            parse("[store]\npath = \"/x/s.db\"\nmax_age = 60\nmax_bytes = 4096\nqueue_ops = 2")
-                .expect("parses");
-        assert_eq!(
-            cfg.store.location,
-            Some(StoreLocation::Path("/x/s.db".into()))
-        );
-        assert_eq!(cfg.store.max_age, Duration::from_secs(60));
-        assert_eq!(cfg.store.max_bytes, 4096);
-        assert_eq!(cfg.store.queue_ops, 2);
-    }
-
-    #[test]
-    fn store_errors_name_the_key() {
-        for (text, key) in [
-            ("[store]\nmax_age = \"30 days\"", "max_age"),
-            ("[store]\nmax_bytes = \"lots\"", "max_bytes"),
-            ("[store]\nqueue_ops = 0", "queue_ops"),
-            ("[store]\npaht = \"x\"", "paht"),
-            ("[store]\npath = \"\"", "path"),
-        ] {
-            let e = parse(text).expect_err(text).to_string();
-            assert!(e.contains(key), "{text}: {e}");
-        }
-    }
-
-    #[test]
-    fn example_file_matches_defaults() {
-        let cfg = parse(include_str!("../../proxy.toml")).expect("example config parses");
-        let def = StoreConfig::default();
-        assert_eq!(cfg.store.location, def.location);
-        assert_eq!(cfg.store.max_age, def.max_age);
-        assert_eq!(cfg.store.max_bytes, def.max_bytes);
-        assert_eq!(cfg.store.queue_ops, def.queue_ops);
     }
 
     #[test]
