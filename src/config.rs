@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::dump::DumpConfig;
 use crate::engine::{EngineConfig, Limits, SubagentDisplay, ZedOptions};
 use crate::subagents::presets::PresetSet;
 use crate::subagents::select::PresetChoice;
@@ -68,34 +69,6 @@ impl Default for Config {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct DumpConfig {
-    /// Write a JSONL traffic dump here (no dump when unset).
-    pub path: Option<PathBuf>,
-    /// Redact secrets (env values, headers, authenticate params, token-like keys).
-    pub redact: bool,
-    /// Frames the dump may have queued before it starts counting losses.
-    pub queue_frames: usize,
-    /// Disk the dump may use, rotated files included (0: no limit).
-    #[serde(deserialize_with = "crate::dump::de_bytes")]
-    pub max_bytes: u64,
-    /// Files the dump is spread over: the current one and `max_files - 1` rotated ones.
-    pub max_files: u32,
-}
-
-impl Default for DumpConfig {
-    fn default() -> Self {
-        DumpConfig {
-            path: None,
-            redact: true,
-            queue_frames: 4096,
-            max_bytes: crate::dump::DEFAULT_MAX_BYTES,
-            max_files: crate::dump::DEFAULT_MAX_FILES,
-        }
-    }
-}
-
 /// `[subagents]`: which agents' subagent signatures are recognised.
 #[derive(Debug, Clone, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields, default)]
@@ -145,6 +118,31 @@ impl SubagentsConfig {
 
 impl Config {
     /// The engine's settings.
+    /// The settings that decide what the engine and the relay do with frames, as `proxy.toml`
+    /// spells them: a dump's header keeps them, and a replay reads them back with
+    /// [`Config::from_settings`].
+    pub fn engine_settings(&self) -> serde_json::Value {
+        serde_json::json!({
+            "display": self.display,
+            "max_frame_bytes": self.max_frame_bytes,
+            "zed": self.zed,
+            "subagents": self.subagents,
+            "limits": self.limits,
+        })
+    }
+
+    /// A config from settings kept by [`Config::engine_settings`] (in a dump's header),
+    /// validated like a file (its presets compiled).
+    pub fn from_settings(settings: serde_json::Value) -> Result<Config, ConfigError> {
+        let path = Path::new("the dump's header");
+        let mut cfg: Config = serde_json::from_value(settings).map_err(|e| ConfigError::Parse {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
+        cfg.validate(path)?;
+        Ok(cfg)
+    }
+
     pub fn engine_config(&self) -> EngineConfig {
         EngineConfig {
             display: self.display,
@@ -488,5 +486,25 @@ mod tests {
         assert_eq!(cfg.store.max_age, def.max_age);
         assert_eq!(cfg.store.max_bytes, def.max_bytes);
         assert_eq!(cfg.store.queue_ops, def.queue_ops);
+    }
+
+    #[test]
+    fn engine_settings_read_back_as_the_same_config() {
+        let text = "display = \"zed\"\nmax_frame_bytes = 4096\n[zed]\nlive_child_events = \"flat\"\n\
+                    child_cancel = \"ignore\"\npermission_hold_ms = 7\n[subagents]\npresets = [\"qwen\", \"mine\"]\n\
+                    [[subagents.preset]]\nname = \"mine\"\n[[subagents.preset.spawn]]\n\
+                    when = [{ at = \"/title\", equals = \"Hand off\" }]\ntool_name = \"handoff\"\n\
+                    [limits]\nmax_depth = 3\n";
+        let cfg = parse(text).expect("config");
+        let back = Config::from_settings(cfg.engine_settings()).expect("settings read back");
+        assert_eq!(
+            format!("{:?}", back.engine_config()),
+            format!("{:?}", cfg.engine_config())
+        );
+        assert_eq!(back.max_frame_bytes, 4096);
+        assert!(
+            back.subagents.preset_set().get("mine").is_some(),
+            "the user's preset"
+        );
     }
 }

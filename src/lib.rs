@@ -10,12 +10,15 @@
 mod chain;
 pub mod config;
 pub mod dump;
+pub mod dump_tools;
 pub mod engine;
 mod redact;
 pub mod store;
 pub mod subagents;
 pub mod transport;
+pub mod units;
 pub mod wire;
+pub mod zed_view;
 
 /// Development tools the `acp-proxy` binary runs (`demo`, `demo-agent`); not an API.
 #[doc(hidden)]

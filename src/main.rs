@@ -105,9 +105,9 @@ enum Command {
         command: StoreCommand,
     },
     /// Read a traffic dump: view, stats, check, html.
-    Dump(acp_proxy::dump::cli::DumpArgs),
+    Dump(acp_proxy::dump_tools::cli::DumpArgs),
     /// Feed a dump's inputs through the engine offline and print what the client gets.
-    Replay(acp_proxy::dump::cli::ReplayArgs),
+    Replay(acp_proxy::dump_tools::cli::ReplayArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -120,11 +120,11 @@ enum StoreCommand {
     Prune {
         /// Age limit: seconds, or a number followed by s, m, h or d (default: `[store]
         /// max_age`). 0 = no age limit.
-        #[arg(long, value_name = "AGE", value_parser = store::parse_duration)]
+        #[arg(long, value_name = "AGE", value_parser = acp_proxy::units::parse_duration)]
         max_age: Option<Duration>,
         /// Size limit: bytes, or a number followed by B, KiB, MiB or GiB (default: `[store]
         /// max_bytes`). 0 = no size limit.
-        #[arg(long, value_name = "SIZE", value_parser = store::parse_bytes)]
+        #[arg(long, value_name = "SIZE", value_parser = acp_proxy::units::parse_bytes)]
         max_bytes: Option<u64>,
     },
     /// Append COUNT updates to one child in batches, printing `committed N` after each
@@ -221,8 +221,10 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             Duration::from_millis(stdin_grace_ms),
             Duration::from_millis(term_grace_ms),
         )),
-        Some(Command::Dump(args)) => acp_proxy::dump::cli::dump(args, cli.config.as_deref()),
-        Some(Command::Replay(args)) => acp_proxy::dump::cli::replay(args, cli.config.as_deref()),
+        Some(Command::Dump(args)) => acp_proxy::dump_tools::cli::dump(args, cli.config.as_deref()),
+        Some(Command::Replay(args)) => {
+            acp_proxy::dump_tools::cli::replay(args, cli.config.as_deref())
+        }
         Some(Command::Store { command }) => {
             let source = ConfigSource::locate(cli.config.as_deref());
             let mut cfg = Config::load_from(&source)?;
@@ -413,7 +415,7 @@ fn run_proxy(cfg: Config, agent: Vec<String>, demo_agent: bool) -> anyhow::Resul
     let result = runtime.block_on(async move {
         let (dump, dump_task) = match &cfg.dump.path {
             Some(path) => {
-                let (d, t) = Dump::open(path, &agent, &cfg)?;
+                let (d, t) = Dump::open(path, &agent, &cfg.dump, cfg.engine_settings())?;
                 (Some(d), Some(t))
             }
             None => (None, None),

@@ -15,7 +15,7 @@ use serde_json::Value;
 use acp_proxy::config::Config;
 use acp_proxy::engine::Mode;
 use acp_proxy::engine::SubagentDisplay as Display;
-use acp_proxy::store::{self, StoreLocation};
+use acp_proxy::store::StoreLocation;
 use acp_proxy::subagents::select::AgentInfo;
 
 use super::agents::{self, KnownAgent};
@@ -29,7 +29,7 @@ pub(crate) struct DoctorArgs {
     agent: Option<String>,
     /// How long the agent may take to answer `initialize` (npx may download it first):
     /// seconds, or a number followed by s, m or h.
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = store::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = acp_proxy::units::parse_duration)]
     timeout: Duration,
     /// The agent to check, after `--`: e.g. `-- npx @agentclientprotocol/claude-agent-acp`.
     #[arg(last = true, value_name = "AGENT COMMAND")]

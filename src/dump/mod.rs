@@ -1,15 +1,8 @@
-//! The traffic dump: the recorder the relay writes through, and the tools that read a dump
-//! (`acp-proxy dump view|stats|check|html`, `acp-proxy replay`).
+//! The traffic dump's format: the recorder the relay writes through ([`record`]'s items,
+//! re-exported here) and the streaming [`reader`] the dump tools read it with.
 
 mod record;
 
 pub use record::*;
 
-pub mod annotate;
-pub mod check;
-pub mod cli;
-pub mod html;
 pub mod reader;
-pub mod replay;
-pub mod stats;
-pub mod view;

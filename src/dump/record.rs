@@ -16,8 +16,6 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
-use crate::config::Config;
-
 /// Format version written in the header; bump when a record changes meaning (a reader that
 /// ignores fields it does not know must still read a dump of the same version correctly).
 pub const FORMAT_VERSION: u32 = 1;
@@ -30,17 +28,35 @@ pub const DEFAULT_MAX_BYTES: u64 = 1024 * 1024 * 1024;
 /// Default `[dump] max_files`: the current file and three rotated ones.
 pub const DEFAULT_MAX_FILES: u32 = 4;
 
-/// `max_bytes`: bytes as an integer, or a number followed by B, KiB, MiB or GiB.
-pub fn de_bytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum IntOrText {
-        Int(u64),
-        Text(String),
-    }
-    match IntOrText::deserialize(d)? {
-        IntOrText::Int(n) => Ok(n),
-        IntOrText::Text(t) => crate::store::parse_bytes(&t).map_err(serde::de::Error::custom),
+/// `[dump]` in `proxy.toml`: where the traffic dump goes and how much disk it may use.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DumpConfig {
+    /// Write a JSONL traffic dump here (no dump when unset).
+    pub path: Option<PathBuf>,
+    /// Redact secrets (env values, headers, authenticate params, token-like keys).
+    pub redact: bool,
+    /// Frames the dump may have queued before it starts counting losses.
+    pub queue_frames: usize,
+    /// Disk the dump may use, rotated files included (0: no limit).
+    #[serde(
+        deserialize_with = "crate::units::de_bytes",
+        serialize_with = "crate::units::ser_bytes"
+    )]
+    pub max_bytes: u64,
+    /// Files the dump is spread over: the current one and `max_files - 1` rotated ones.
+    pub max_files: u32,
+}
+
+impl Default for DumpConfig {
+    fn default() -> Self {
+        DumpConfig {
+            path: None,
+            redact: true,
+            queue_frames: 4096,
+            max_bytes: DEFAULT_MAX_BYTES,
+            max_files: DEFAULT_MAX_FILES,
+        }
     }
 }
 
@@ -161,9 +177,10 @@ impl Dump {
     pub fn open(
         path: &Path,
         agent_command: &[String],
-        cfg: &Config,
+        cfg: &DumpConfig,
+        settings: serde_json::Value,
     ) -> Result<(Dump, tokio::task::JoinHandle<()>), DumpError> {
-        let redact = cfg.dump.redact;
+        let redact = cfg.redact;
         let file = create_private(path).map_err(|source| DumpError::Create {
             path: path.to_owned(),
             source,
@@ -182,9 +199,9 @@ impl Dump {
             redacted: redact,
             run: format!("{}-{}", std::process::id(), (unix_now() * 1000.0) as u64),
             part: 1,
-            config: engine_settings(cfg),
+            config: settings,
         };
-        let rotation = Rotation::new(path, &file, cfg.dump.max_bytes, cfg.dump.max_files);
+        let rotation = Rotation::new(path, &file, cfg.max_bytes, cfg.max_files);
         let mut out = Output {
             file: std::io::BufWriter::new(file),
             written: 0,
@@ -196,7 +213,7 @@ impl Dump {
             path: path.to_owned(),
             source,
         })?;
-        let (tx, rx) = mpsc::channel(cfg.dump.queue_frames.max(1));
+        let (tx, rx) = mpsc::channel(cfg.queue_frames.max(1));
         let lost = Arc::new(AtomicU64::new(0));
         let task = tokio::task::spawn_blocking({
             let lost = lost.clone();
@@ -400,31 +417,6 @@ fn report_loss(out: &mut Output, lost: &AtomicU64, reported: &mut u64) -> std::i
     )
 }
 
-/// The settings that decide what the engine and the relay do with frames, as `proxy.toml`
-/// spells them (a replay reads them back as a config).
-pub fn engine_settings(cfg: &Config) -> serde_json::Value {
-    let lower = |d: &dyn std::fmt::Debug| format!("{d:?}").to_lowercase();
-    serde_json::json!({
-        "display": lower(&cfg.display),
-        "max_frame_bytes": cfg.max_frame_bytes,
-        "zed": {
-            "opt_in": cfg.zed.opt_in,
-            "live_child_events": lower(&cfg.zed.live_child_events),
-            "live_progress": cfg.zed.live_progress,
-            "child_cancel": lower(&cfg.zed.child_cancel),
-            "permission_hold_ms": cfg.zed.permission_hold_ms,
-            "max_held_permissions": cfg.zed.max_held_permissions,
-        },
-        "subagents": {"presets": cfg.subagents.presets},
-        "limits": {
-            "max_subagents_per_session": cfg.limits.max_subagents_per_session,
-            "max_depth": cfg.limits.max_depth,
-            "max_transcript_bytes": cfg.limits.max_transcript_bytes,
-            "max_finished_in_memory": cfg.limits.max_finished_in_memory,
-        },
-    })
-}
-
 fn render(rec: &Record, redact: bool) -> serde_json::Value {
     match rec {
         Record::Note { ts, message } => {
@@ -600,21 +592,6 @@ mod tests {
             .is_none());
     }
 
-    #[test]
-    fn engine_settings_read_back_as_the_same_config() {
-        let text = "display = \"zed\"\nmax_frame_bytes = 4096\n[zed]\nlive_child_events = \"flat\"\n\
-                    child_cancel = \"ignore\"\npermission_hold_ms = 7\n[subagents]\npresets = [\"qwen\"]\n\
-                    [limits]\nmax_depth = 3\n";
-        let cfg = Config::from_toml(text, Path::new("t.toml")).expect("config");
-        let back: Config =
-            serde_json::from_value(engine_settings(&cfg)).expect("settings read back");
-        assert_eq!(
-            format!("{:?}", back.engine_config()),
-            format!("{:?}", cfg.engine_config())
-        );
-        assert_eq!(back.max_frame_bytes, 4096);
-    }
-
     fn read_lines(path: &Path) -> Vec<serde_json::Value> {
         std::fs::read_to_string(path)
             .expect("dump part")
@@ -627,16 +604,19 @@ mod tests {
     fn past_max_bytes_the_dump_rotates_and_keeps_max_files() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("d.jsonl");
-        let mut cfg = Config::default();
-        cfg.dump.max_bytes = 6000;
-        cfg.dump.max_files = 3;
+        let cfg = DumpConfig {
+            max_bytes: 6000,
+            max_files: 3,
+            ..DumpConfig::default()
+        };
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("runtime");
         rt.block_on(async {
             let (dump, task) =
-                Dump::open(&path, &["agent".to_owned()], &cfg).expect("open the dump");
+                Dump::open(&path, &["agent".to_owned()], &cfg, serde_json::json!({}))
+                    .expect("open the dump");
             for n in 0..300 {
                 let line =
                     format!("{{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":{{\"n\":{n}}}}}\n");

@@ -27,8 +27,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 pub use settings::{
-    default_path, parse_bytes, parse_duration, StoreConfig, StoreLocation, DEFAULT_MAX_AGE,
-    DEFAULT_MAX_BYTES, DEFAULT_QUEUE_OPS,
+    default_path, StoreConfig, StoreLocation, DEFAULT_MAX_AGE, DEFAULT_MAX_BYTES, DEFAULT_QUEUE_OPS,
 };
 
 pub use crate::subagents::model::{ChildState, TurnRange};

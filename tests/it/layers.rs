@@ -1,7 +1,8 @@
 //! The library's modules are layers, and every import points down:
 //!
 //! ```text
-//! wire ← subagents ← engine ← {chain, dump, store, transport} ← config ← main
+//! {units, wire, zed_view} ← subagents ← engine ← {chain, dump, store, transport} ← config
+//!     ← dump_tools ← main
 //! ```
 //!
 //! so the sans-IO core (the engine and the subagent model) never imports the shell, the
@@ -14,13 +15,17 @@ use std::path::{Path, PathBuf};
 
 /// Each layer (a top-level module of `src/lib.rs`) and the layers it may import.
 const LAYERS: &[(&str, &[&str])] = &[
+    ("units", &[]),
     ("wire", &[]),
+    // What Zed does with frames, as a model: the dump checker, the demo and the tests judge
+    // the proxy's output with it.
+    ("zed_view", &[]),
     ("subagents", &["wire"]),
     ("engine", &["wire", "subagents"]),
     ("chain", &["wire"]),
     ("redact", &[]),
-    ("dump", &["wire", "redact"]),
-    ("store", &["wire", "subagents"]),
+    ("dump", &["wire", "redact", "units"]),
+    ("store", &["wire", "subagents", "units"]),
     (
         "transport",
         &[
@@ -35,13 +40,39 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     (
         "config",
-        &["wire", "subagents", "engine", "dump", "store", "transport"],
+        &[
+            "units",
+            "wire",
+            "subagents",
+            "engine",
+            "dump",
+            "store",
+            "transport",
+        ],
+    ),
+    // The tools that read a dump replay it through the engine with the settings it recorded.
+    (
+        "dump_tools",
+        &[
+            "units",
+            "wire",
+            "zed_view",
+            "subagents",
+            "engine",
+            "chain",
+            "redact",
+            "dump",
+            "store",
+            "config",
+        ],
     ),
     // Tools beside the product: they may use it, the product never uses them.
     (
         "devtools",
         &[
+            "units",
             "wire",
+            "zed_view",
             "subagents",
             "engine",
             "chain",

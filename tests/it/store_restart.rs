@@ -8,9 +8,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use acp_proxy::devtools::zed_view::{Entry, ToolCall, ZedModel};
 use acp_proxy::store::{Store, StoredChild};
 use acp_proxy::subagents::ids::child_session_id;
+use acp_proxy::zed_view::{Entry, ToolCall, ZedModel};
 use serde_json::{json, Value};
 
 use crate::support::proxy;

@@ -9,5 +9,5 @@ pub mod rng;
 pub mod store;
 /// The Zed model lives in the library (the demo prints through it too).
 pub mod zed_model {
-    pub use acp_proxy::devtools::zed_view::*;
+    pub use acp_proxy::zed_view::*;
 }

@@ -17,8 +17,8 @@ use serde_json::{json, Value};
 
 use super::annotate::{short_session, Kind, Tracker};
 use super::check::{Checker, Options};
-use super::reader::{Item, Reader};
-use super::record::Direction;
+use crate::dump::reader::{Item, Reader};
+use crate::dump::Direction;
 
 const TEMPLATE: &str = include_str!("report.html");
 const DATA_MARK: &str = "<!--DATA-->";

@@ -15,10 +15,10 @@ use anyhow::Context;
 use bytes::Bytes;
 
 use super::cli::ReplayArgs;
-use super::reader::{FileInfo, Item, ReadOptions, Reader, Record};
-use super::record::{recorded_text, Direction};
 use crate::chain::{self, Chain, Route};
 use crate::config::Config;
+use crate::dump::reader::{FileInfo, Item, ReadOptions, Reader, Record};
+use crate::dump::{recorded_text, Direction};
 use crate::engine::{Action, Engine, EngineConfig};
 use crate::store::{Store, StoreConfig, StoreLocation};
 
@@ -589,7 +589,7 @@ pub fn emit_case(paths: &[PathBuf], dir: &Path, name: &str) -> anyhow::Result<Pa
                 if !wrote_header {
                     wrote_header = true;
                     let header = serde_json::json!({
-                        "format": super::record::FORMAT_NAME,
+                        "format": crate::dump::FORMAT_NAME,
                         "version": info.version,
                         "proxy_version": info.proxy_version,
                         // A case is shared with others: paths are cut to file names.

@@ -5,9 +5,9 @@ use std::fmt::Write as _;
 use std::hash::{Hash, Hasher};
 
 use super::annotate::{short_session, Kind, Tracker};
-use super::reader::{human_bytes, Item, Reader, Record};
-use super::record::Direction;
 use super::view::{date_time, short_dir};
+use crate::dump::reader::{human_bytes, Item, Reader, Record};
+use crate::dump::Direction;
 
 /// Distinct methods counted one by one; the rest are counted together.
 const MAX_METHODS: usize = 500;

@@ -11,9 +11,9 @@ use std::hash::Hash;
 
 use serde_json::Value;
 
-use super::reader::Record;
-use super::record::Direction;
 use crate::chain::{Chain, Route};
+use crate::dump::reader::Record;
+use crate::dump::Direction;
 use crate::subagents::detect::Detector;
 use crate::subagents::ids::synthesized_spawn_id;
 use crate::subagents::presets::PresetSet;
@@ -1071,7 +1071,7 @@ mod tests {
     use super::*;
 
     fn rec(line: u64, ts: f64, dir: Direction, frame: &str) -> Record {
-        super::super::reader::parse_record(
+        crate::dump::reader::parse_record(
             0,
             line,
             &serde_json::json!({"ts": ts, "dir": dir, "frame": frame}).to_string(),

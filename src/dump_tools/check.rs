@@ -1,6 +1,6 @@
 //! `acp-proxy dump check`: every frame judged on both sides of the proxy, against the ACP
 //! schema (the `agent-client-protocol-schema` crate) and against what Zed does with what it
-//! receives (the model in [`crate::devtools::zed_view`]), each finding with its position.
+//! receives (the model in [`crate::zed_view`]), each finding with its position.
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -8,9 +8,9 @@ use std::io::Write;
 use serde_json::Value;
 
 use super::annotate::{Kind, Msg, Tracker};
-use super::reader::{Item, Reader, Record};
-use super::record::Direction;
-use crate::devtools::zed_view::{Entry, Thread, ToolCall, ZedModel};
+use crate::dump::reader::{Item, Reader, Record};
+use crate::dump::Direction;
+use crate::zed_view::{Entry, Thread, ToolCall, ZedModel};
 use agent_client_protocol_schema::v1 as acp;
 use agent_client_protocol_schema::MethodDispatchError;
 
@@ -748,7 +748,7 @@ mod tests {
         let mut c = Checker::new(Options::default());
         let mut all = Vec::new();
         for (i, (dir, v)) in frames.iter().enumerate() {
-            let rec = super::super::reader::parse_record(
+            let rec = crate::dump::reader::parse_record(
                 0,
                 i as u64 + 2,
                 &json!({"ts": i as f64, "dir": dir, "frame": v.to_string()}).to_string(),

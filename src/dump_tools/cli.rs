@@ -8,9 +8,9 @@ use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 
 use super::annotate::Tracker;
-use super::reader::{ReadOptions, Reader};
 use super::view::{self, Filter};
 use crate::config::Config;
+use crate::dump::reader::{ReadOptions, Reader};
 use crate::subagents::detect::Detector;
 
 #[derive(Args, Debug)]
@@ -67,7 +67,7 @@ pub struct FilterArgs {
     pub tool_call: Vec<String>,
     /// Only this direction: c2p, p2a, a2p, p2c, stderr, note, or a side: client, agent.
     #[arg(long, value_name = "DIR", value_parser = view::parse_direction)]
-    pub direction: Vec<Vec<super::record::Direction>>,
+    pub direction: Vec<Vec<crate::dump::Direction>>,
     /// Only errors: JSON-RPC errors, frames that are not JSON-RPC, failed tool calls, losses.
     #[arg(long)]
     pub errors: bool,
@@ -187,7 +187,7 @@ pub fn settings(reader: &Reader, explicit: Option<&Path>) -> anyhow::Result<Conf
         return Ok(Config::from_file(path)?);
     }
     match reader.first().and_then(|f| f.config.clone()) {
-        Some(v) => serde_json::from_value(v).context(
+        Some(v) => Config::from_settings(v).context(
             "the settings in the dump's header cannot be read: give the config with --config",
         ),
         None => Ok(Config::default()),
