@@ -532,24 +532,8 @@ impl Registry {
         if self.tool_ids.is_empty() {
             return false;
         }
-        let key_len = b"\"toolCallId\"".len();
-        let finder = &crate::wire::keys::TOOL_CALL_ID_KEY;
-        let mut rest = raw;
-        while let Some(pos) = finder.find(rest) {
-            rest = &rest[pos + key_len..];
-            // A value is short: look at a bounded window, not the rest of the frame.
-            let window = &rest[..rest.len().min(512)];
-            match crate::wire::keys::string_after_key_bytes(window).map(std::str::from_utf8) {
-                Some(Ok(v)) => {
-                    if self.tool_ids.contains(v) {
-                        return true;
-                    }
-                }
-                // Escaped, cut off or not UTF-8: let the caller parse.
-                _ => return true,
-            }
-        }
-        false
+        // Escaped, cut off or not UTF-8: let the caller parse.
+        crate::wire::keys::tool_call_ids(raw).any(|id| id.is_none_or(|v| self.tool_ids.contains(v)))
     }
 
     /// Whether any child has a session of its own on the agent side (standard ACP).

@@ -174,9 +174,31 @@ pub fn string_after_key_bytes(rest: &[u8]) -> Option<&[u8]> {
     memchr::memchr(b'\\', value).is_none().then_some(value)
 }
 
+/// Every `"toolCallId"` value in a raw frame, in order: `Some(id)`, or `None` for one that
+/// cannot be read without a parse (escaped, cut off, not UTF-8).
+pub fn tool_call_ids(raw: &[u8]) -> impl Iterator<Item = Option<&str>> + '_ {
+    let key_len = b"\"toolCallId\"".len();
+    let mut rest = raw;
+    std::iter::from_fn(move || {
+        let pos = TOOL_CALL_ID_KEY.find(rest)?;
+        rest = &rest[pos + key_len..];
+        // A value is short: look at a bounded window, not the rest of the frame.
+        let window = &rest[..rest.len().min(512)];
+        Some(string_after_key_bytes(window).and_then(|v| std::str::from_utf8(v).ok()))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tool_call_ids_are_read_in_order() {
+        let frame = br#"{"toolCallId":"a","x":{"toolCallId":"b\"c"},"toolCallId": "d"}"#;
+        let ids: Vec<Option<&str>> = tool_call_ids(frame).collect();
+        assert_eq!(ids, [Some("a"), None, Some("d")]);
+        assert_eq!(tool_call_ids(b"{}").count(), 0);
+    }
 
     #[test]
     fn one_pass_finds_every_kind_even_when_keys_overlap() {
