@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::{Action, Engine, EngineConfig, Mode, NoteLevel, SubagentDisplay};
 use crate::subagents::detect::Detector;
+use crate::subagents::entries::EntryRules;
 use crate::subagents::render::transcript::Transcript;
 use crate::subagents::render::zed::Zed;
 use crate::subagents::render::Render;
@@ -33,6 +34,8 @@ impl Engine {
             .and_then(Value::as_str)
             .unwrap_or("");
         let is_zed = client_name.to_ascii_lowercase().contains("zed");
+        // Which Zed: the child threads' entries are counted as it counts them.
+        self.reg.set_entry_rules(EntryRules::of_client(params));
         let mode = match self.cfg.display {
             SubagentDisplay::Off => Mode::Off,
             SubagentDisplay::Zed => Mode::Zed,

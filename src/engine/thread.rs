@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{str_field, Action, Engine, NoteLevel};
+use crate::subagents::entries::key_field;
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::Tracking;
 use crate::subagents::persist::StoreOp;
@@ -71,9 +72,24 @@ impl Engine {
                 }
             }
         }
+        // What the entry rules read: the tool call id is at hand; a user message's or a
+        // compaction's id is read from the update (rare kinds in a child's thread).
+        let parsed;
+        let key = match key_field(kind) {
+            Some("toolCallId") | None => tool,
+            Some(field) => {
+                parsed = match value {
+                    Some(v) => v.get(field).cloned(),
+                    None => serde_json::from_str::<Value>(text)
+                        .ok()
+                        .and_then(|v| v.get(field).cloned()),
+                };
+                parsed.as_ref().and_then(Value::as_str)
+            }
+        };
         // One copy, shared by the thread in memory and the store.
         let text: Arc<str> = Arc::from(text);
-        child.record_kind(kind, tool, text.clone());
+        child.record_kind(kind, key, text.clone());
         if child.is_loaded() {
             out.push(Action::ToClient(write::session_update_raw(cid, &text)));
         }

@@ -9,7 +9,7 @@ use super::pair::{Pair, PairMap, PairRef};
 
 use serde_json::Value;
 
-use super::entries::EntryCounter;
+use super::entries::{key_field, EntryCounter, EntryRules};
 use super::ids::ChildId;
 
 /// The tool name given to spawn cards the proxy synthesizes (Zed's own name for subagent
@@ -330,10 +330,10 @@ impl Child {
         self.agent_child.is_none() && (!self.state.is_final() || self.is_background())
     }
 
-    /// Record one update by its kind and tool call id (what the entry rules read) and its
-    /// JSON text.
-    pub fn record_kind(&mut self, kind: &str, tool: Option<&str>, text: Arc<str>) {
-        self.entries.push(kind, tool);
+    /// Record one update by its kind and its [`key_field`] (what the entry rules read) and
+    /// its JSON text.
+    pub fn record_kind(&mut self, kind: &str, key: Option<&str>, text: Arc<str>) {
+        self.entries.push(kind, key);
         self.bytes += text.len();
         self.thread.push(text);
     }
@@ -341,14 +341,25 @@ impl Child {
     /// Rebuild the entry counter (and size) from the thread.
     pub fn recount(&mut self) {
         self.bytes = self.thread.iter().map(|t| t.len()).sum();
-        let mut entries = EntryCounter::default();
+        let mut entries = EntryCounter::new(self.entries.rules());
         for text in &self.thread {
             if let Ok(v) = serde_json::from_str::<Value>(text) {
                 let kind = v.get("sessionUpdate").and_then(Value::as_str).unwrap_or("");
-                entries.push(kind, v.get("toolCallId").and_then(Value::as_str));
+                let key = key_field(kind)
+                    .and_then(|f| v.get(f))
+                    .and_then(Value::as_str);
+                entries.push(kind, key);
             }
         }
         self.entries = entries;
+    }
+
+    /// Count entries by `rules` (recounting what the thread holds if they changed).
+    pub fn use_entry_rules(&mut self, rules: EntryRules) {
+        if self.entries.rules() != rules {
+            self.entries = EntryCounter::new(rules);
+            self.recount();
+        }
     }
 
     /// Close the current turn at the last entry so far.
@@ -384,10 +395,21 @@ pub struct Registry {
     /// Child id → the `by_spawn` and `tool_owner` keys that were pointed at it, so that
     /// forgetting a child does not scan every map.
     keys_of: HashMap<ChildId, Vec<Pair>>,
+    /// The entry rules of the client's Zed: every child's indices are counted by them.
+    entry_rules: EntryRules,
 }
 
 impl Registry {
-    pub fn insert(&mut self, child: Child) {
+    /// Count every child's entries by these rules from now on.
+    pub fn set_entry_rules(&mut self, rules: EntryRules) {
+        self.entry_rules = rules;
+        for child in self.children.values_mut() {
+            child.use_entry_rules(rules);
+        }
+    }
+
+    pub fn insert(&mut self, mut child: Child) {
+        child.use_entry_rules(self.entry_rules);
         self.tool_ids.insert(child.spawn_id.clone());
         let key = Pair::new(&child.agent_session, &child.spawn_id);
         self.note_key(&child.id, key.clone());
