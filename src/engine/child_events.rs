@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use bytes::Bytes;
 use serde_json::Value;
 
+use super::tool_order::ToolFrame;
 use super::{str_field, Action, Engine, LiveChildEvents};
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::{Child, ChildState, SpawnSite};
@@ -148,6 +149,24 @@ impl Engine {
             text,
             value,
         } = event;
+        let known = tool
+            .as_deref()
+            .is_some_and(|t| self.reg.get(cid).is_some_and(|c| c.entries.knows_tool(t)));
+        let tf = ToolFrame {
+            kind: &kind,
+            tool: tool.as_deref(),
+            titled: title.is_some(),
+        };
+        let repaired = self.repair_child_event(tf, known, (&text, value.as_ref()), out);
+        let (kind, title, text, value) = match repaired {
+            Some(v) => (
+                Cow::Owned(str_field(&v, "sessionUpdate").unwrap_or("").to_owned()),
+                str_field(&v, "title").map(|t| Cow::Owned(t.to_owned())),
+                Cow::Owned(v.to_string()),
+                Some(v),
+            ),
+            None => (kind, title, text, value),
+        };
         let replaying = self
             .reg
             .get(cid)

@@ -33,6 +33,7 @@ mod route;
 mod spawn;
 mod standard;
 mod thread;
+mod tool_order;
 
 pub use action::{Action, Note, NoteLevel};
 pub use config::{ChildCancel, EngineConfig, Limits, LiveChildEvents, SubagentDisplay, ZedOptions};
@@ -105,6 +106,8 @@ pub struct Engine {
     /// Recent tool calls that went to a top-level thread: their permission requests are the
     /// parent's and never wait for attribution.
     parent_tools: RecentSet,
+    /// The tool calls top-level threads hold, for Zed's order rules (`tool_order`).
+    thread_tools: tool_order::ThreadTools,
 }
 
 impl Default for Engine {
@@ -152,6 +155,7 @@ impl Engine {
             finished: std::collections::VecDeque::new(),
             replay_cards: HashSet::new(),
             parent_tools: RecentSet::default(),
+            thread_tools: tool_order::ThreadTools::default(),
         }
     }
 
@@ -272,7 +276,7 @@ impl Engine {
             keys::Found::new(keys::kind::ID)
         };
         let has_id = found.has(keys::kind::ID);
-        if !has_id && self.passes_untouched(&frame, found) {
+        if !has_id && self.passes_untouched(&frame, found) && self.tools_in_order(&frame, found) {
             out.push(Action::ToClient(frame));
             return;
         }
@@ -326,7 +330,8 @@ impl Engine {
             Kind::Request
                 if self.models_subagents()
                     && self.reg.is_empty()
-                    && !found.has(keys::kind::PARENT) =>
+                    && !found.has(keys::kind::PARENT)
+                    && !(self.zed() && env.method() == Some("session/request_permission")) =>
             {
                 out.push(Action::ToClient(frame));
             }
@@ -376,6 +381,7 @@ impl Engine {
             ("finished", self.finished.len()),
             ("replay_cards", self.replay_cards.len()),
             ("parent_tools", self.parent_tools.len()),
+            ("thread_tools", self.thread_tools.len()),
         ]);
         sizes
     }

@@ -9,7 +9,10 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use super::{Action, Engine, Millis, NoteLevel};
+use super::{str_field, Action, Engine, Millis, NoteLevel};
+use crate::subagents::ids::ChildId;
+use crate::subagents::model::Child;
+use crate::subagents::render::zed;
 use crate::wire::keys;
 use crate::wire::{self, write};
 
@@ -27,6 +30,8 @@ struct Unowned {
     method: String,
     session: String,
     tool: Option<String>,
+    /// A permission request whose tool call has no title.
+    untitled: bool,
     frame: Bytes,
 }
 
@@ -83,7 +88,7 @@ impl Engine {
                 frame: u.frame,
                 deadline: now + self.cfg.zed.permission_hold_ms,
             }),
-            _ => out.push(Action::ToClient(u.frame)),
+            (_, tool) => self.send_unowned(Unowned { tool, ..u }, out),
         }
     }
 
@@ -91,8 +96,70 @@ impl Engine {
     /// far as it can be now, and never held again.
     fn route_released_request(&mut self, frame: Bytes, out: &mut Vec<Action>) {
         if let Some(u) = self.route_to_owner(frame, out) {
-            out.push(Action::ToClient(u.frame));
+            self.send_unowned(u, out);
         }
+    }
+
+    /// A request no child owns, to the session it names (a top-level one): titled first if
+    /// Zed must create its tool call.
+    fn send_unowned(&mut self, u: Unowned, out: &mut Vec<Action>) {
+        let title = u
+            .untitled
+            .then_some(u.tool.as_deref())
+            .flatten()
+            .and_then(|t| {
+                (!self.thread_tools.contains(t)).then(|| self.title_for(None, t, &u.frame))
+            });
+        match title {
+            Some(title) => self.send_rewritten(u.frame, None, Some(&title), out),
+            None => out.push(Action::ToClient(u.frame)),
+        }
+    }
+
+    /// The title to give a permission request's tool call that the thread it goes to does
+    /// not hold: the one the owning child's thread recorded for it, else one made from the
+    /// request itself.
+    fn title_for(&self, owner: Option<&ChildId>, tool: &str, frame: &[u8]) -> String {
+        owner
+            .and_then(|cid| self.reg.get(cid))
+            .and_then(|c| recorded_title(c, tool))
+            .unwrap_or_else(|| {
+                let tool_call = wire::parse_value(frame)
+                    .and_then(|m| m.pointer("/params/toolCall").cloned())
+                    .unwrap_or(Value::Null);
+                zed::fallback_title(&tool_call)
+            })
+    }
+
+    /// Send a request with its session id and its tool call's title replaced, each if given.
+    fn send_rewritten(
+        &mut self,
+        frame: Bytes,
+        session: Option<&str>,
+        title: Option<&str>,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(mut msg) = wire::parse_value(&frame) else {
+            out.push(Action::ToClient(frame));
+            return;
+        };
+        if let Some(session) = session {
+            msg["params"]["sessionId"] = json!(session);
+        }
+        if let Some(title) = title {
+            if let Some(tc) = msg
+                .pointer_mut("/params/toolCall")
+                .and_then(Value::as_object_mut)
+            {
+                tc.insert("title".into(), json!(title));
+            }
+            self.report_once(
+                "permission-without-title",
+                out,
+                "a permission request without a title, for a tool call the client's thread does not hold: given the tool call's title (Zed refuses it otherwise; noted once)".into(),
+            );
+        }
+        out.push(Action::ToClient(write::line(&msg)));
     }
 
     /// Send a request that a child owns to the session the client knows for it. A request
@@ -113,11 +180,21 @@ impl Engine {
             session_id: Option<Cow<'a, str>>,
             #[serde(borrow, rename = "toolCall", default)]
             tool_call: Option<&'a RawValue>,
+            /// A session-scoped elicitation's tool call.
+            #[serde(borrow, rename = "toolCallId", default)]
+            tool_call_id: Option<Cow<'a, str>>,
+            /// An elicitation's mode and URL: whether Zed shows it.
+            #[serde(borrow, default)]
+            mode: Option<Cow<'a, str>>,
+            #[serde(borrow, default)]
+            url: Option<Cow<'a, str>>,
         }
         #[derive(Deserialize)]
         struct ToolCallHead<'a> {
             #[serde(borrow, rename = "toolCallId", default)]
             tool_call_id: Option<Cow<'a, str>>,
+            #[serde(borrow, default)]
+            title: Option<&'a RawValue>,
         }
         let body = frame.clone();
         let Ok(req) = serde_json::from_slice::<Request<'_>>(wire::line_body(&body)) else {
@@ -134,10 +211,22 @@ impl Engine {
             return None;
         };
         let tool_raw = params.tool_call.map(RawValue::get);
-        let tool = tool_raw
-            .and_then(|t| serde_json::from_str::<ToolCallHead<'_>>(t).ok())
+        let head = tool_raw.and_then(|t| serde_json::from_str::<ToolCallHead<'_>>(t).ok());
+        let untitled = method == "session/request_permission"
+            && !head
+                .as_ref()
+                .and_then(|h| h.title)
+                .is_some_and(|t| t.get().starts_with('"'));
+        let tool = head
             .and_then(|h| h.tool_call_id)
+            .or(params.tool_call_id)
             .map(Cow::into_owned);
+        let shown_elicitation = method == "elicitation/create"
+            && match params.mode.as_deref() {
+                Some("form") => true,
+                Some("url") => params.url.as_deref().is_some_and(web_url_with_host),
+                _ => false,
+            };
         let owner = self
             .reg
             .by_agent_child(&sid)
@@ -155,17 +244,38 @@ impl Engine {
                 method,
                 session: sid,
                 tool,
+                untitled: untitled && self.zed(),
                 frame,
             });
         };
         let target = self.visible_session(&cid);
-        let rewritten = (target != sid).then(|| wire::parse_value(&frame)).flatten();
-        match rewritten {
-            Some(mut msg) => {
-                msg["params"]["sessionId"] = json!(target);
-                out.push(Action::ToClient(write::line(&msg)));
+        let target_is_child = self.reg.is_child(&target);
+        if shown_elicitation && target_is_child && self.zed() {
+            // Zed's main branch shows it as an entry of the child's thread.
+            if let Some(child) = self.reg.get_mut(&target) {
+                child.entries.push_elicitation();
             }
-            None => out.push(Action::ToClient(frame)),
+        }
+        // Zed upserts the request's tool call into the thread it goes to: one that thread
+        // does not hold needs a title, or Zed refuses the request and shows nothing.
+        let title = match (&tool, untitled && self.zed()) {
+            (Some(t), true) => {
+                let holds = if target_is_child {
+                    self.reg
+                        .get(&target)
+                        .is_some_and(|c| c.entries.knows_tool(t))
+                } else {
+                    self.thread_tools.contains(t)
+                };
+                (!holds).then(|| self.title_for(Some(&cid), t, &frame))
+            }
+            _ => None,
+        };
+        if target == sid && title.is_none() {
+            out.push(Action::ToClient(frame));
+        } else {
+            let session = (target != sid).then_some(target.as_str());
+            self.send_rewritten(frame, session, title.as_deref(), out);
         }
         None
     }
@@ -188,4 +298,24 @@ impl Engine {
             self.route_released_request(h.frame, out);
         }
     }
+}
+
+/// The title a child's thread recorded for one of its tool calls (the latest one given).
+fn recorded_title(child: &Child, tool: &str) -> Option<String> {
+    child
+        .thread
+        .iter()
+        .rev()
+        .filter(|text| text.contains(tool))
+        .filter_map(|text| serde_json::from_str::<Value>(text).ok())
+        .filter(|u| str_field(u, "toolCallId") == Some(tool))
+        .find_map(|u| str_field(&u, "title").map(str::to_owned))
+}
+
+/// An http(s) URL with a host: the only URL elicitations Zed shows.
+fn web_url_with_host(url: &str) -> bool {
+    url.strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .and_then(|rest| rest.split(['/', '?', '#']).next())
+        .is_some_and(|host| !host.is_empty())
 }

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use super::tool_order::ToolFrame;
 use super::{Action, Engine, Mode, NoteLevel};
 use crate::subagents::model::SpawnSite;
 use crate::subagents::pair::PairRef;
@@ -135,6 +136,11 @@ impl Engine {
         let (kind, tool) = (kind.as_ref(), tool.as_deref());
         let parse_update = || serde_json::from_str::<Value>(raw).ok();
         let names_parent = found.has(keys::kind::PARENT);
+        let tf = ToolFrame {
+            kind,
+            tool,
+            titled: fields.title.is_some(),
+        };
 
         match kind {
             "subagent_update" | "subagent_spawned" | "subagent_state_update" => {
@@ -179,7 +185,7 @@ impl Engine {
         // Cheap exit for the common case: nothing here can be a spawn or a child event.
         let may_spawn = kind == "tool_call" && found.has(keys::kind::SPAWN);
         if !names_parent && !may_spawn {
-            out.push(Action::ToClient(frame));
+            self.pass_to_top_level(frame, tf, out);
             if let (Some(t), "tool_call") = (tool, kind) {
                 self.parent_tools.insert(sid, t);
                 self.release_held(sid, t, out);
@@ -207,7 +213,7 @@ impl Engine {
                 Some(cid) => self.child_event(&cid, sid, Some(update), frame, out),
                 // A spawn over a limit: its child's events pass through as the agent sent them.
                 None if self.passthrough_spawns.contains(&PairRef(sid, &parent_ref)) => {
-                    out.push(Action::ToClient(frame));
+                    self.pass_to_top_level(frame, tf, out);
                 }
                 None => {
                     self.note(
@@ -217,7 +223,7 @@ impl Engine {
                             "`{kind}` names spawn {parent_ref}, which this proxy has not seen: kept in session {sid}"
                         ),
                     );
-                    out.push(Action::ToClient(frame));
+                    self.pass_to_top_level(frame, tf, out);
                 }
             }
             return;
@@ -234,13 +240,13 @@ impl Engine {
                     };
                     self.new_spawn(site, tool_name, update, out);
                 } else {
-                    out.push(Action::ToClient(frame));
+                    self.pass_to_top_level(frame, tf, out);
                 }
                 self.release_held(sid, t, out);
                 return;
             }
         }
-        out.push(Action::ToClient(frame));
+        self.pass_to_top_level(frame, tf, out);
         if let (Some(t), "tool_call") = (tool, kind) {
             self.parent_tools.insert(sid, t);
             self.release_held(sid, t, out);

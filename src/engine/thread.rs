@@ -19,6 +19,12 @@ impl Engine {
         if self.reg.is_child(session) {
             self.record_in(session, &update, out);
         } else {
+            if str_field(&update, "sessionUpdate") == Some("tool_call") {
+                if let Some(t) = str_field(&update, "toolCallId") {
+                    // A card in a top-level thread: its later updates find it there.
+                    self.thread_tools.insert(t);
+                }
+            }
             out.push(Action::ToClient(write::session_update(session, &update)));
         }
     }

@@ -8,13 +8,15 @@
 //! answers). The lists are interleaved arbitrarily, keeping each actor's order. Every agent
 //! frame carries a unique marker, so its fate can be followed:
 //! - parent frames reach the client exactly once, byte-identical, in order (spawn cards in
-//!   the same order, rewritten); permission requests exactly once;
+//!   the same order, rewritten; an update of a tool call the parent never had, as that tool
+//!   call); permission requests exactly once;
 //! - a child's frame is recorded in exactly one child thread, the right one, and reaches the
 //!   client at most once, and then only under that child's id (after the client opened it);
 //! - every client request is forwarded to the agent exactly once or answered by the proxy, and
 //!   gets exactly one response; every agent request reaches the client once and its answer
 //!   the agent once;
-//! - Zed never sees an unknown update kind, nor a request for a session it does not know.
+//! - Zed (1.18 or its main branch) never sees an unknown update kind, a request for a session
+//!   it does not know, an update before its tool call or a permission request it refuses.
 
 use std::collections::{HashMap, HashSet};
 
@@ -27,6 +29,7 @@ use tokio_util::codec::Decoder;
 
 use crate::support;
 use crate::support::engine::{line, Harness};
+use crate::support::zed_model::ZedRules;
 
 const S: &str = "s1";
 
@@ -226,6 +229,9 @@ fn session() -> impl Strategy<Value = Vec<Op>> {
 enum Home {
     /// The client, exactly once, byte-identical, in order.
     Parent(Vec<u8>),
+    /// The client, exactly once, in order, as a titled `tool_call`: an update of a tool call
+    /// the parent's thread does not hold, repaired so that Zed shows it.
+    Repaired,
     /// The client, exactly once as a spawn card (rewritten), in order.
     Card,
     /// The client, exactly once: a request (possibly under another session id).
@@ -239,6 +245,8 @@ struct Run {
     n: u64,
     homes: Vec<(String, Home)>,
     child_tools: HashSet<(usize, usize)>,
+    /// Child tool calls whose orphan updates made them a tool call of the parent's thread.
+    parent_tools: HashSet<(usize, usize)>,
     /// Client request ids sent, and those the agent saw (in order, unanswered).
     client_ids: Vec<u64>,
     agent_pending: Vec<(Value, String)>,
@@ -389,8 +397,13 @@ impl Run {
                 if self.child_tools.contains(&(k, j)) {
                     let m = self.marker(Home::Child(legacy_child(k, inside)));
                     self.update(S, update_of(&m));
+                } else if self.parent_tools.insert((k, j)) {
+                    // Nothing tells whose it is: it stays in the parent, as the tool call
+                    // (Zed takes no update before its tool call).
+                    let m = self.marker(Home::Repaired);
+                    self.update(S, update_of(&m));
                 } else {
-                    // Nothing tells whose it is: it stays in the parent, as sent.
+                    // The parent's thread holds it now: later updates pass as sent.
                     self.n += 1;
                     let m = format!("M{}", self.n);
                     let u = update_of(&m);
@@ -574,6 +587,14 @@ fn check(run: &mut Run) -> Result<(), TestCaseError> {
                 prop_assert!(stored.is_empty(), "{} is in no child thread", m);
                 order.push(hits[0]);
             }
+            Home::Repaired => {
+                prop_assert_eq!(hits.len(), 1, "{} reaches the client once", m);
+                let u = &lines[hits[0]].1["params"]["update"];
+                prop_assert_eq!(&u["sessionUpdate"], &json!("tool_call"), "{} repaired", m);
+                prop_assert!(u["title"].is_string(), "{} titled", m);
+                prop_assert!(stored.is_empty(), "{} is in no child thread", m);
+                order.push(hits[0]);
+            }
             Home::Card => {
                 prop_assert_eq!(hits.len(), 1, "spawn frame {} reaches the client once", m);
                 let v = &lines[hits[0]].1;
@@ -680,16 +701,27 @@ fn check(run: &mut Run) -> Result<(), TestCaseError> {
         "requests for sessions Zed does not know: {:?}",
         run.h.zed.unknown_session_requests
     );
+    prop_assert!(
+        run.h.zed.orphan_tool_updates.is_empty() && run.h.zed.refused_requests.is_empty(),
+        "{:?}: updates before their tool call {:?}, requests refused {:?}",
+        run.h.zed.rules,
+        run.h.zed.orphan_tool_updates,
+        run.h.zed.refused_requests
+    );
     Ok(())
 }
 
-fn new_run() -> Run {
-    let h = Harness::zed_session("prop", S);
+/// A run judged by the given Zed (the sessions send nothing whose entries the two count
+/// differently; the tool call and permission rules hold for both).
+fn new_run(rules: ZedRules) -> Run {
+    let mut h = Harness::zed_session("prop", S);
+    h.zed.rules = rules;
     Run {
         h,
         n: 0,
         homes: Vec::new(),
         child_tools: HashSet::new(),
+        parent_tools: HashSet::new(),
         client_ids: Vec::new(),
         agent_pending: Vec::new(),
         agent_answers: HashMap::new(),
@@ -704,8 +736,8 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
-    fn every_frame_has_exactly_one_home_and_requests_pair_up(ops in session()) {
-        let mut run = new_run();
+    fn every_frame_has_exactly_one_home_and_requests_pair_up(ops in session(), main in any::<bool>()) {
+        let mut run = new_run(if main { ZedRules::Main } else { ZedRules::V1_18 });
         for op in &ops {
             run.step(op);
         }
@@ -716,8 +748,8 @@ proptest! {
     /// taken apart); the engine then decides exactly as if it had read them itself.
     #[test]
     fn frames_read_ahead_are_routed_the_same(ops in session()) {
-        let mut plain = new_run();
-        let mut ahead = new_run();
+        let mut plain = new_run(ZedRules::Main);
+        let mut ahead = new_run(ZedRules::Main);
         ahead.h.scan_ahead = true;
         for op in &ops {
             plain.step(op);

@@ -113,6 +113,80 @@ fn truncate(s: &str, max: usize) -> String {
     out
 }
 
+/// A change [`repair_tool_frame`] made so that Zed accepts a tool call frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolRepair {
+    /// A new `tool_call` without a title got one (Zed rejects it otherwise).
+    Titled,
+    /// A `tool_call` without a title for a tool call the thread holds became an update of it.
+    AsUpdate,
+    /// A `tool_call_update` for a tool call the thread does not hold became the tool call
+    /// (Zed's main branch would show a failed "Tool call not found" entry instead).
+    AsToolCall,
+}
+
+/// Make a `tool_call` / `tool_call_update` one Zed accepts, given whether the thread it goes
+/// to already holds that tool call: a tool call carries a title, an update comes after its
+/// tool call. Returns the repair made, if any.
+pub fn repair_tool_frame(update: &mut Value, known: bool) -> Option<ToolRepair> {
+    let kind = update.get("sessionUpdate").and_then(Value::as_str)?;
+    let titled = update.get("title").is_some_and(Value::is_string);
+    let repair = match (kind, known, titled) {
+        ("tool_call", false, false) => ToolRepair::Titled,
+        ("tool_call", true, false) => ToolRepair::AsUpdate,
+        ("tool_call_update", false, _) => ToolRepair::AsToolCall,
+        _ => return None,
+    };
+    let title = (!titled).then(|| fallback_title(update));
+    let obj = update.as_object_mut()?;
+    match repair {
+        ToolRepair::AsUpdate => {
+            obj.insert("sessionUpdate".into(), json!("tool_call_update"));
+            // A non-string title would not decode either.
+            obj.remove("title");
+        }
+        ToolRepair::Titled | ToolRepair::AsToolCall => {
+            obj.insert("sessionUpdate".into(), json!("tool_call"));
+            if let Some(t) = title {
+                obj.insert("title".into(), json!(t));
+            }
+        }
+    }
+    Some(repair)
+}
+
+/// A title for a tool call (or a permission request's tool call) that came without one: its
+/// `name`, else the tool name an agent keeps under `_meta` (`_meta.claudeCode.toolName`),
+/// else its kind, else "Tool call" (Zed's own label for a tool call without a title).
+pub fn fallback_title(tool_call: &Value) -> String {
+    let non_blank = |v: Option<&Value>| {
+        v.and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    if let Some(name) = non_blank(tool_call.get("name")) {
+        return name;
+    }
+    let meta_name = tool_call
+        .get("_meta")
+        .and_then(Value::as_object)
+        .and_then(|m| m.values().find_map(|v| non_blank(v.get("toolName"))));
+    if let Some(name) = meta_name {
+        return name;
+    }
+    match tool_call.get("kind").and_then(Value::as_str) {
+        Some(k) if !k.is_empty() && k != "other" => {
+            let mut chars = k.chars();
+            chars
+                .next()
+                .map(|c| c.to_uppercase().chain(chars).collect())
+                .unwrap_or_else(|| "Tool call".to_owned())
+        }
+        _ => "Tool call".to_owned(),
+    }
+}
+
 /// Zed's cards: `_meta` with the child's session and index range, the title showing the
 /// child's latest step while it runs (`live_progress`).
 #[derive(Debug, Clone)]
@@ -216,6 +290,44 @@ mod tests {
             1
         );
         assert!(upd["_meta"].get("tool_name").is_none());
+    }
+
+    #[test]
+    fn tool_frames_are_repaired_into_what_zed_accepts() {
+        let mut untitled = json!({"sessionUpdate": "tool_call", "toolCallId": "t", "kind": "read",
+            "_meta": {"claudeCode": {"toolName": "Glob"}}});
+        assert_eq!(
+            repair_tool_frame(&mut untitled.clone(), false),
+            Some(ToolRepair::Titled)
+        );
+        repair_tool_frame(&mut untitled, false);
+        assert_eq!(untitled["title"], "Glob");
+        let mut repeat =
+            json!({"sessionUpdate": "tool_call", "toolCallId": "t", "status": "completed"});
+        assert_eq!(
+            repair_tool_frame(&mut repeat, true),
+            Some(ToolRepair::AsUpdate)
+        );
+        assert_eq!(repeat["sessionUpdate"], "tool_call_update");
+        let mut early =
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "t", "kind": "edit"});
+        assert_eq!(
+            repair_tool_frame(&mut early, false),
+            Some(ToolRepair::AsToolCall)
+        );
+        assert_eq!(
+            (early["sessionUpdate"].as_str(), early["title"].as_str()),
+            (Some("tool_call"), Some("Edit"))
+        );
+        let mut fine = json!({"sessionUpdate": "tool_call_update", "toolCallId": "t"});
+        assert_eq!(repair_tool_frame(&mut fine, true), None);
+        let mut titled = json!({"sessionUpdate": "tool_call", "toolCallId": "t", "title": "x"});
+        assert_eq!(repair_tool_frame(&mut titled, false), None);
+        assert_eq!(fallback_title(&json!({"kind": "other"})), "Tool call");
+        assert_eq!(
+            fallback_title(&json!({"name": "Grep", "kind": "search"})),
+            "Grep"
+        );
     }
 
     #[test]
