@@ -39,4 +39,5 @@ mod zed_faults;
 mod zed_golden;
 mod zed_limits;
 mod zed_reader;
+mod zed_rules;
 mod zed_scenarios;

@@ -1,4 +1,5 @@
-//! Scenarios a fake agent plays through the engine in Zed mode, judged by the Zed model.
+//! Scenarios a fake agent plays through the engine in Zed mode, judged by the Zed model under
+//! both rule sets (Zed 1.18 and Zed's main branch).
 
 use acp_proxy::engine::EngineConfig;
 use acp_proxy::subagents::ids::{child_session_id, synthesized_spawn_id};
@@ -7,17 +8,15 @@ use serde_json::{json, Value};
 use crate::support;
 use crate::support::engine::{entry_lines, zed_config, Harness, StoreModel};
 use crate::support::frames;
-use crate::support::zed_model::Entry;
+use crate::support::zed_model::{initialize_params, Entry, ZedModel, ZedRules};
 
 const S: &str = "sess-1";
 
-/// initialize + session/new; the agent supports load unless told otherwise.
-fn start(h: &mut Harness, agent_loads: bool) {
-    let id = h.request(
-        "initialize",
-        json!({"protocolVersion": 1, "clientCapabilities": {"fs": {}},
-        "clientInfo": {"name": "zed", "version": "1.18"}}),
-    );
+/// initialize (as the given Zed sends it) + session/new; the agent supports load unless told
+/// otherwise.
+fn start(h: &mut Harness, rules: ZedRules, agent_loads: bool) {
+    h.zed = ZedModel::new(rules);
+    let id = h.request("initialize", initialize_params(rules));
     h.agent(
         json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": 1,
         "agentCapabilities": {"loadSession": agent_loads}, "agentInfo": {"name": "fake"}}}),
@@ -73,8 +72,14 @@ fn child_entries(h: &mut Harness, child: &str) -> Vec<String> {
 
 #[test]
 fn two_parallel_subagents_with_interleaved_events_stay_apart() {
+    ZedRules::ALL
+        .into_iter()
+        .for_each(two_parallel_subagents_with_interleaved_events_stay_apart_under);
+}
+
+fn two_parallel_subagents_with_interleaved_events_stay_apart_under(rules: ZedRules) {
     let mut h = Harness::new(zed_config());
-    start(&mut h, true);
+    start(&mut h, rules, true);
     spawn(&mut h, S, "spawn-a", None, "alpha");
     spawn(&mut h, S, "spawn-b", None, "beta");
     h.update(S, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "parent says hi"}}));
@@ -121,12 +126,19 @@ fn two_parallel_subagents_with_interleaved_events_stay_apart() {
         card_a.title, "alpha",
         "progress title reset to the task when done"
     );
+    h.assert_zed_clean();
 }
 
 #[test]
 fn live_progress_shows_in_the_card_title_while_running() {
+    ZedRules::ALL
+        .into_iter()
+        .for_each(live_progress_shows_in_the_card_title_while_running_under);
+}
+
+fn live_progress_shows_in_the_card_title_while_running_under(rules: ZedRules) {
     let mut h = Harness::new(zed_config());
-    start(&mut h, true);
+    start(&mut h, rules, true);
     spawn(&mut h, S, "sp", None, "Survey");
     child_tool(&mut h, "sp", "t1", "Find `*.txt`");
     child_tool(&mut h, "sp", "t2", "Read a.txt");
@@ -145,19 +157,27 @@ fn live_progress_shows_in_the_card_title_while_running() {
         },
         ..zed_config()
     });
-    start(&mut quiet, true);
+    start(&mut quiet, rules, true);
     spawn(&mut quiet, S, "sp", None, "Survey");
     child_tool(&mut quiet, "sp", "t1", "Find `*.txt`");
     assert_eq!(
         quiet.zed.threads[S].card("sp").expect("card").title,
         "Survey"
     );
+    h.assert_zed_clean();
+    quiet.assert_zed_clean();
 }
 
 #[test]
 fn nested_subagent_gets_a_card_in_its_parent_child_thread() {
+    ZedRules::ALL
+        .into_iter()
+        .for_each(nested_subagent_gets_a_card_in_its_parent_child_thread_under);
+}
+
+fn nested_subagent_gets_a_card_in_its_parent_child_thread_under(rules: ZedRules) {
     let mut h = Harness::new(zed_config());
-    start(&mut h, true);
+    start(&mut h, rules, true);
     spawn(&mut h, S, "outer", None, "outer task");
     spawn(&mut h, S, "inner", Some("outer"), "inner task");
     child_tool(&mut h, "inner", "i1", "Read deep");
@@ -190,12 +210,19 @@ fn nested_subagent_gets_a_card_in_its_parent_child_thread() {
             "agent:result of inner"
         ]
     );
+    h.assert_zed_clean();
 }
 
 #[test]
 fn background_subagent_finishing_after_the_turn_extends_its_card() {
+    ZedRules::ALL
+        .into_iter()
+        .for_each(background_subagent_finishing_after_the_turn_extends_its_card_under);
+}
+
+fn background_subagent_finishing_after_the_turn_extends_its_card_under(rules: ZedRules) {
     let mut h = Harness::new(zed_config());
-    start(&mut h, true);
+    start(&mut h, rules, true);
     let prompt = h.request(
         "session/prompt",
         json!({"sessionId": S, "prompt": [{"type": "text", "text": "go"}]}),
@@ -229,12 +256,21 @@ fn background_subagent_finishing_after_the_turn_extends_its_card() {
         .entries
         .iter()
         .any(|e| matches!(e, Entry::Assistant(t) if t.contains("more"))));
+    h.assert_zed_clean();
 }
 
 #[test]
 fn stop_on_a_child_cancels_the_parent_turn_and_shows_cancelled_after_confirmation() {
+    ZedRules::ALL.into_iter().for_each(
+        stop_on_a_child_cancels_the_parent_turn_and_shows_cancelled_after_confirmation_under,
+    );
+}
+
+fn stop_on_a_child_cancels_the_parent_turn_and_shows_cancelled_after_confirmation_under(
+    rules: ZedRules,
+) {
     let mut h = Harness::new(zed_config());
-    start(&mut h, true);
+    start(&mut h, rules, true);
     let prompt = h.request("session/prompt", json!({"sessionId": S, "prompt": []}));
     spawn(&mut h, S, "sp", None, "long task");
     let child = child_session_id(S, "sp");
@@ -264,17 +300,24 @@ fn stop_on_a_child_cancels_the_parent_turn_and_shows_cancelled_after_confirmatio
         },
         ..zed_config()
     });
-    start(&mut h, true);
+    start(&mut h, rules, true);
     spawn(&mut h, S, "sp", None, "long task");
     let before = h.to_agent.len();
     h.client(json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": child_session_id(S, "sp")}}));
     assert_eq!(h.to_agent.len(), before);
+    h.assert_zed_clean();
 }
 
 #[test]
 fn standard_child_cancel_goes_to_the_child_when_the_agent_can() {
+    ZedRules::ALL
+        .into_iter()
+        .for_each(standard_child_cancel_goes_to_the_child_when_the_agent_can_under);
+}
+
+fn standard_child_cancel_goes_to_the_child_when_the_agent_can_under(rules: ZedRules) {
     let mut h = Harness::new(zed_config());
-    start(&mut h, true);
+    start(&mut h, rules, true);
     h.update(
         S,
         json!({"sessionUpdate": "subagent_update", "sessionId": "kid", "title": "Kid",
@@ -293,12 +336,19 @@ fn standard_child_cancel_goes_to_the_child_when_the_agent_can() {
         .expect("card");
     assert_eq!(card.status, "failed");
     assert!(h.zed.rejected.is_empty());
+    h.assert_zed_clean();
 }
 
 #[test]
 fn child_permission_before_its_tool_call_is_held_then_routed() {
+    ZedRules::ALL
+        .into_iter()
+        .for_each(child_permission_before_its_tool_call_is_held_then_routed_under);
+}
+
+fn child_permission_before_its_tool_call_is_held_then_routed_under(rules: ZedRules) {
     let mut h = Harness::new(zed_config());
-    start(&mut h, true);
+    start(&mut h, rules, true);
     spawn(&mut h, S, "sp", None, "task");
     let child = child_session_id(S, "sp");
     // Loaded child: the permission must reach Zed under the child id.
@@ -329,12 +379,19 @@ fn child_permission_before_its_tool_call_is_held_then_routed() {
         Some(&("session/request_permission".to_owned(), S.to_owned()))
     );
     assert!(h.zed.unknown_session_requests.is_empty());
+    h.assert_zed_clean();
 }
 
 #[test]
 fn child_permission_goes_to_the_parent_until_the_child_is_loaded() {
+    ZedRules::ALL
+        .into_iter()
+        .for_each(child_permission_goes_to_the_parent_until_the_child_is_loaded_under);
+}
+
+fn child_permission_goes_to_the_parent_until_the_child_is_loaded_under(rules: ZedRules) {
     let mut h = Harness::new(zed_config());
-    start(&mut h, true);
+    start(&mut h, rules, true);
     spawn(&mut h, S, "sp", None, "task");
     child_tool(&mut h, "sp", "w1", "Write file");
     h.agent(json!({"jsonrpc": "2.0", "id": 5, "method": "session/request_permission", "params": {"sessionId": S,
@@ -358,12 +415,19 @@ fn child_permission_goes_to_the_parent_until_the_child_is_loaded() {
         Some(&("fs/read_text_file".to_owned(), kid))
     );
     assert!(h.zed.unknown_session_requests.is_empty());
+    h.assert_zed_clean();
 }
 
 #[test]
 fn replayed_parent_load_shows_the_same_cards_and_ids() {
+    ZedRules::ALL
+        .into_iter()
+        .for_each(replayed_parent_load_shows_the_same_cards_and_ids_under);
+}
+
+fn replayed_parent_load_shows_the_same_cards_and_ids_under(rules: ZedRules) {
     let mut h = Harness::new(zed_config());
-    start(&mut h, true);
+    start(&mut h, rules, true);
     spawn(&mut h, S, "sp", None, "task");
     child_tool(&mut h, "sp", "c1", "Read");
     child_text(&mut h, "sp", "done");
@@ -397,7 +461,7 @@ fn replayed_parent_load_shows_the_same_cards_and_ids() {
     // After a restart (new engine, same store), an agent whose replay lacks the child's events.
     let store: StoreModel = h.store.clone();
     let mut h2 = Harness::with_store(zed_config(), store);
-    start(&mut h2, true);
+    start(&mut h2, rules, true);
     let id = h2.request(
         "session/load",
         json!({"sessionId": S, "cwd": "/p", "mcpServers": []}),
@@ -411,18 +475,26 @@ fn replayed_parent_load_shows_the_same_cards_and_ids() {
         "same child id and indices after a restart"
     );
     assert_eq!(child_entries(&mut h2, &child), live_child);
+    h.assert_zed_clean();
+    h2.assert_zed_clean();
 }
 
 #[test]
 fn child_load_after_restart_is_served_from_the_store() {
+    ZedRules::ALL
+        .into_iter()
+        .for_each(child_load_after_restart_is_served_from_the_store_under);
+}
+
+fn child_load_after_restart_is_served_from_the_store_under(rules: ZedRules) {
     let mut h = Harness::new(zed_config());
-    start(&mut h, true);
+    start(&mut h, rules, true);
     spawn(&mut h, S, "sp", None, "task");
     child_text(&mut h, "sp", "done");
     complete(&mut h, S, "sp", "completed");
     let child = child_session_id(S, "sp");
     let mut h2 = Harness::with_store(zed_config(), h.store.clone());
-    start(&mut h2, true);
+    start(&mut h2, rules, true);
     assert_eq!(
         child_entries(&mut h2, &child),
         vec!["user:do task", "agent:done"]
@@ -431,12 +503,20 @@ fn child_load_after_restart_is_served_from_the_store() {
     let bogus = child_session_id("nope", "nope");
     let id = h2.load_child(&bogus);
     assert_eq!(h2.response(id).expect("answered")["error"]["code"], -32002);
+    h.assert_zed_clean();
+    h2.assert_zed_clean();
 }
 
 #[test]
 fn child_sessions_refuse_prompts_and_answer_close() {
+    ZedRules::ALL
+        .into_iter()
+        .for_each(child_sessions_refuse_prompts_and_answer_close_under);
+}
+
+fn child_sessions_refuse_prompts_and_answer_close_under(rules: ZedRules) {
     let mut h = Harness::new(zed_config());
-    start(&mut h, true);
+    start(&mut h, rules, true);
     spawn(&mut h, S, "sp", None, "task");
     let child = child_session_id(S, "sp");
     let sent = h.to_agent.len();
@@ -454,12 +534,19 @@ fn child_sessions_refuse_prompts_and_answer_close() {
         sent,
         "nothing about the child reached the agent"
     );
+    h.assert_zed_clean();
 }
 
 #[test]
 fn agent_without_load_refuses_parent_loads_but_serves_children() {
+    ZedRules::ALL
+        .into_iter()
+        .for_each(agent_without_load_refuses_parent_loads_but_serves_children_under);
+}
+
+fn agent_without_load_refuses_parent_loads_but_serves_children_under(rules: ZedRules) {
     let mut h = Harness::new(zed_config());
-    start(&mut h, false);
+    start(&mut h, rules, false);
     spawn(&mut h, S, "sp", None, "task");
     complete(&mut h, S, "sp", "completed");
     let id = h.request(
@@ -475,12 +562,19 @@ fn agent_without_load_refuses_parent_loads_but_serves_children() {
         child_entries(&mut h, &child),
         vec!["user:do task", "agent:result of sp"]
     );
+    h.assert_zed_clean();
 }
 
 #[test]
 fn session_list_hides_child_sessions() {
+    ZedRules::ALL
+        .into_iter()
+        .for_each(session_list_hides_child_sessions_under);
+}
+
+fn session_list_hides_child_sessions_under(rules: ZedRules) {
     let mut h = Harness::new(zed_config());
-    start(&mut h, true);
+    start(&mut h, rules, true);
     h.update(S, json!({"sessionUpdate": "subagent_update", "sessionId": "kid", "title": "Kid", "state": {"state": "running"}}));
     let id = h.request("session/list", json!({}));
     h.agent(json!({"jsonrpc": "2.0", "id": id, "result": {"sessions": [
@@ -493,10 +587,17 @@ fn session_list_hides_child_sessions() {
         .filter_map(|s| s["sessionId"].as_str())
         .collect();
     assert_eq!(ids, vec![S]);
+    h.assert_zed_clean();
 }
 
 #[test]
 fn flat_mode_keeps_a_live_copy_in_the_parent() {
+    ZedRules::ALL
+        .into_iter()
+        .for_each(flat_mode_keeps_a_live_copy_in_the_parent_under);
+}
+
+fn flat_mode_keeps_a_live_copy_in_the_parent_under(rules: ZedRules) {
     let mut h = Harness::new(EngineConfig {
         zed: acp_proxy::engine::ZedOptions {
             live_child_events: acp_proxy::engine::LiveChildEvents::Flat,
@@ -504,7 +605,7 @@ fn flat_mode_keeps_a_live_copy_in_the_parent() {
         },
         ..zed_config()
     });
-    start(&mut h, true);
+    start(&mut h, rules, true);
     spawn(&mut h, S, "sp", None, "task");
     child_tool(&mut h, "sp", "c1", "Read");
     let parent = &h.zed.threads[S];
@@ -518,6 +619,7 @@ fn flat_mode_keeps_a_live_copy_in_the_parent() {
         child_entries(&mut h, &child),
         vec!["user:do task", "tool:c1:completed"]
     );
+    h.assert_zed_clean();
 }
 
 #[test]
@@ -585,8 +687,14 @@ fn display_off_is_a_pure_relay() {
 
 #[test]
 fn orphan_child_events_stay_in_the_parent_and_are_noted() {
+    ZedRules::ALL
+        .into_iter()
+        .for_each(orphan_child_events_stay_in_the_parent_and_are_noted_under);
+}
+
+fn orphan_child_events_stay_in_the_parent_and_are_noted_under(rules: ZedRules) {
     let mut h = Harness::new(zed_config());
-    start(&mut h, true);
+    start(&mut h, rules, true);
     child_text(&mut h, "never-spawned", "lost?");
     assert!(matches!(h.zed.threads[S].entries.last(), Some(Entry::Assistant(t)) if t == "lost?"));
     assert!(
@@ -595,6 +703,7 @@ fn orphan_child_events_stay_in_the_parent_and_are_noted() {
         h.notes
     );
     let _ = Value::Null;
+    h.assert_zed_clean();
 }
 
 fn standard_child_run(h: &mut Harness) {
@@ -610,11 +719,17 @@ fn standard_child_run(h: &mut Harness) {
 
 #[test]
 fn standard_children_keep_their_card_when_the_parent_is_reopened() {
+    ZedRules::ALL
+        .into_iter()
+        .for_each(standard_children_keep_their_card_when_the_parent_is_reopened_under);
+}
+
+fn standard_children_keep_their_card_when_the_parent_is_reopened_under(rules: ZedRules) {
     let spawn = synthesized_spawn_id("kid");
     let child = child_session_id(S, &spawn);
     for agent_replays_announcements in [true, false] {
         let mut h = Harness::new(zed_config());
-        start(&mut h, true);
+        start(&mut h, rules, true);
         standard_child_run(&mut h);
         let live = h.zed.threads[S].card(&spawn).cloned().expect("live card");
         let id = h.request(
@@ -641,10 +756,10 @@ fn standard_children_keep_their_card_when_the_parent_is_reopened() {
     }
     // After a restart, from the store, with a replay that lacks the announcement.
     let mut h = Harness::new(zed_config());
-    start(&mut h, true);
+    start(&mut h, rules, true);
     standard_child_run(&mut h);
     let mut h2 = Harness::with_store(zed_config(), h.store.clone());
-    start(&mut h2, true);
+    start(&mut h2, rules, true);
     let id = h2.request(
         "session/load",
         json!({"sessionId": S, "cwd": "/p", "mcpServers": []}),
@@ -655,12 +770,20 @@ fn standard_children_keep_their_card_when_the_parent_is_reopened() {
         child_entries(&mut h2, &child),
         vec!["user:do the kid thing", "agent:kid done"]
     );
+    h.assert_zed_clean();
+    h2.assert_zed_clean();
 }
 
 #[test]
 fn the_parents_own_permission_requests_never_wait() {
+    ZedRules::ALL
+        .into_iter()
+        .for_each(the_parents_own_permission_requests_never_wait_under);
+}
+
+fn the_parents_own_permission_requests_never_wait_under(rules: ZedRules) {
     let mut h = Harness::new(zed_config());
-    start(&mut h, true);
+    start(&mut h, rules, true);
     spawn(&mut h, S, "sp", None, "task");
     // A parent tool call announced first, then its permission request, while a child runs.
     h.update(S, json!({"sessionUpdate": "tool_call", "toolCallId": "p1", "title": "Run tests", "kind": "execute"}));
@@ -671,12 +794,19 @@ fn the_parents_own_permission_requests_never_wait() {
         vec![("session/request_permission".to_owned(), S.to_owned())]
     );
     assert!(h.engine.poll_timeout().is_none(), "nothing held");
+    h.assert_zed_clean();
 }
 
 #[test]
 fn the_parents_tool_call_updates_pass_byte_for_byte_while_a_child_runs() {
+    ZedRules::ALL
+        .into_iter()
+        .for_each(the_parents_tool_call_updates_pass_byte_for_byte_while_a_child_runs_under);
+}
+
+fn the_parents_tool_call_updates_pass_byte_for_byte_while_a_child_runs_under(rules: ZedRules) {
     let mut h = Harness::new(zed_config());
-    start(&mut h, true);
+    start(&mut h, rules, true);
     spawn(&mut h, S, "sp", None, "task");
     child_tool(&mut h, "sp", "c1", "Read c");
     h.update(S, json!({"sessionUpdate": "tool_call", "toolCallId": "p1", "title": "Run tests", "kind": "execute"}));
@@ -712,4 +842,5 @@ fn the_parents_tool_call_updates_pass_byte_for_byte_while_a_child_runs() {
     );
     let parent = &h.zed.threads[S];
     assert!(parent.tool_calls().all(|t| t.id != "c1"));
+    h.assert_zed_clean();
 }

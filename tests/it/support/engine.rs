@@ -220,6 +220,26 @@ impl Harness {
         )
     }
 
+    /// Zed took everything it got: no frame its decoder rejects, no update for a session or a
+    /// tool call it does not have, no request it refuses or cannot place.
+    pub fn assert_zed_clean(&self) {
+        let z = &self.zed;
+        assert!(
+            z.rejected.is_empty()
+                && z.orphan_tool_updates.is_empty()
+                && z.refused_requests.is_empty()
+                && z.dropped.is_empty()
+                && z.unknown_session_requests.is_empty(),
+            "{:?}: rejected {:?}, updates before their tool call {:?}, refused requests {:?}, dropped {:?}, requests for unknown sessions {:?}",
+            z.rules,
+            z.rejected,
+            z.orphan_tool_updates,
+            z.refused_requests,
+            z.dropped,
+            z.unknown_session_requests
+        );
+    }
+
     /// The last message the client got that answers request `id`.
     pub fn response(&self, id: u64) -> Option<Value> {
         self.to_client.iter().rev().find_map(|b| {
