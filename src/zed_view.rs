@@ -2,8 +2,8 @@
 //! proxy), following Zed's rules for external agents. The tests judge the proxy's output
 //! with it, and `acp-proxy demo` uses it to print what Zed would show.
 //!
-//! Two rule sets, chosen by [`ZedRules`] (docs/zed-rules.md says where each rule lives in
-//! Zed's source):
+//! Two rule sets, chosen by [`ZedRules`] (docs/subagents.md, "Zed's rules", says where each
+//! rule lives in Zed's source):
 //! - [`ZedRules::V1_18`] (the default): Zed 1.18 as the tests have always judged it;
 //! - [`ZedRules::Main`]: Zed's main branch after 1.18.
 //!
