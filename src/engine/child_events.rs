@@ -210,10 +210,14 @@ impl Engine {
         };
         let card = if child.card_is_final() {
             // A background child keeps working after its card completed: extend its range.
-            (child.entries.count() != entries_before).then(|| {
-                child.end_turn();
-                CardChange::Update(self.render.card_update(child, None, None))
-            })
+            (child.entries.count() != entries_before)
+                .then(|| {
+                    child.end_turn();
+                    self.render
+                        .card_update(child, None, None)
+                        .map(CardChange::Update)
+                })
+                .flatten()
         } else if !replaying && !replay_skip {
             let step = Step {
                 kind: &kind,

@@ -49,9 +49,18 @@ impl Engine {
         }
         match method {
             "session/load" => {
+                let zed = self.zed();
                 if let Some(child) = self.reg.get_mut(sid) {
-                    for update in &child.thread {
-                        out.push(Action::ToClient(write::session_update_raw(sid, update)));
+                    for (index, update) in child.thread.iter().enumerate() {
+                        if zed && is_standard_kind(update) {
+                            // Recorded for a client that speaks standard subagents (a nested
+                            // child's announcement): Zed would reject the notification.
+                            continue;
+                        }
+                        out.push(Action::ToClient(match self.render.child_line(child, index, update) {
+                            Some(line) => write::session_update(sid, &line),
+                            None => write::session_update_raw(sid, update),
+                        }));
                     }
                     child.view = View::Loaded;
                 }
@@ -131,6 +140,20 @@ impl Engine {
             ),
         }
     }
+}
+
+/// Whether a recorded update is of a standard subagent kind (`subagent_update`,
+/// `session_message`, `session_message_chunk`).
+fn is_standard_kind(update: &str) -> bool {
+    if !(update.contains("\"subagent_update\"") || update.contains("\"session_message")) {
+        return false;
+    }
+    serde_json::from_str::<Value>(update).is_ok_and(|v| {
+        matches!(
+            v.get("sessionUpdate").and_then(Value::as_str),
+            Some("subagent_update" | "session_message" | "session_message_chunk")
+        )
+    })
 }
 
 /// Remove child sessions from a `session/list` result (they are not top-level threads).

@@ -7,6 +7,7 @@ use serde_json::Value;
 use super::{Action, Engine, EngineConfig, Mode, NoteLevel, SubagentDisplay};
 use crate::subagents::detect::Detector;
 use crate::subagents::entries::EntryRules;
+use crate::subagents::render::acp::Acp;
 use crate::subagents::render::transcript::Transcript;
 use crate::subagents::render::zed::Zed;
 use crate::subagents::render::Render;
@@ -17,6 +18,7 @@ use crate::wire::{self, write};
 pub(super) fn renderer_for(mode: Option<Mode>, cfg: &EngineConfig) -> Box<dyn Render> {
     match mode {
         Some(Mode::Transcript) => Box::new(Transcript::default()),
+        Some(Mode::Acp) => Box::new(Acp::default()),
         _ => Box::new(Zed::new(cfg.zed.live_progress)),
     }
 }
@@ -57,7 +59,7 @@ impl Engine {
                 self.cfg.display
             ),
         );
-        if !matches!(mode, Mode::Zed | Mode::Transcript) {
+        if !self.models_subagents() {
             out.push(Action::ToAgent(frame));
             return;
         }
@@ -70,7 +72,8 @@ impl Engine {
                 changed = true;
             }
         }
-        if self.cfg.zed.opt_in {
+        // A client that advertised subagents itself asked for them already.
+        if self.cfg.zed.opt_in && mode != Mode::Acp {
             if let Some(params) = msg.get_mut("params").and_then(Value::as_object_mut) {
                 let caps = params
                     .entry("clientCapabilities")
@@ -104,6 +107,30 @@ impl Engine {
         let chosen = self.cfg.presets.choose(info.as_ref());
         self.detector = Detector::new(chosen.presets);
         self.note(out, NoteLevel::Info, chosen.reason);
+    }
+
+    /// What the agent's `initialize` answer says it can do, for every flavour that models
+    /// subagents (Zed's also gets it rewritten, [`Engine::agent_initialized`]).
+    pub(super) fn read_agent_caps(&mut self, frame: &[u8]) {
+        #[derive(serde::Deserialize)]
+        struct Answer {
+            #[serde(default)]
+            result: Option<Result>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Result {
+            #[serde(rename = "agentCapabilities", default)]
+            caps: Option<Caps>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Caps {
+            #[serde(rename = "loadSession", default)]
+            load_session: Option<bool>,
+        }
+        let answer = serde_json::from_slice::<Answer>(wire::line_body(frame)).ok();
+        self.agent_loads = answer
+            .and_then(|a| a.result?.caps?.load_session)
+            .unwrap_or(false);
     }
 
     pub(super) fn agent_initialized(&mut self, frame: Bytes, out: &mut Vec<Action>) {

@@ -1,11 +1,9 @@
 //! A child's lifecycle: running, finished (its card final), continued, cancelled at the end
 //! of the parent's turn, within the limits, and let go of once finished.
 
-use serde_json::json;
-
 use super::{Action, Engine};
 use crate::subagents::ids::ChildId;
-use crate::subagents::model::ChildState;
+use crate::subagents::model::{ChildState, View};
 use crate::subagents::pair::Pair;
 
 impl Engine {
@@ -20,7 +18,43 @@ impl Engine {
         let card = self.render.card_update(child, Some("in_progress"), None);
         let parent = child.parent.clone();
         self.persist_state(cid, out);
-        self.emit(&parent, card, out);
+        self.sync_child(cid, out);
+        if let Some(card) = card {
+            self.emit(&parent, card, out);
+        }
+    }
+
+    /// Bring the client's view of a child up to date, where the flavour keeps one apart from
+    /// the card (standard subagents). Once it knows of the child, the client follows its
+    /// session if the flavour says so.
+    pub(super) fn sync_child(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
+        self.show_child(cid, false, out);
+    }
+
+    /// Only what the client must know of a child before a frame of it: the child itself.
+    pub(super) fn announce_child(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
+        self.show_child(cid, true, out);
+    }
+
+    fn show_child(&mut self, cid: &ChildId, announce_only: bool, out: &mut Vec<Action>) {
+        let Some(child) = self.reg.get_mut(cid) else {
+            return;
+        };
+        let updates = if announce_only {
+            self.render.announce(child)
+        } else {
+            self.render.sync(child)
+        };
+        if updates.is_empty() {
+            return;
+        }
+        if self.render.follows_children() {
+            child.view = View::Loaded;
+        }
+        let parent = child.parent.clone();
+        for update in updates {
+            self.emit(&parent, update, out);
+        }
     }
 
     /// The child's turn ended: final status and index range on the card.
@@ -37,17 +71,15 @@ impl Engine {
             state
         };
         let title = child.finish_card(state).then(|| child.title.clone());
-        let mut card = self
+        let card = self
             .render
             .card_update(child, Some(state.card_status()), title.as_deref());
-        if state == ChildState::Cancelled {
-            // Zed shows the first text content of a failed card as its error.
-            card["content"] =
-                json!([{"type": "content", "content": {"type": "text", "text": "Cancelled"}}]);
-        }
         let parent = child.parent.clone();
         self.persist_state(cid, out);
-        self.emit(&parent, card, out);
+        self.sync_child(cid, out);
+        if let Some(card) = card {
+            self.emit(&parent, card, out);
+        }
         self.retire(cid);
     }
 
@@ -65,6 +97,24 @@ impl Engine {
         cancelled.sort();
         for (_, cid) in cancelled {
             self.finish_child(&cid, ChildState::Cancelled, out);
+        }
+        // What the flavour shows of children still open when the turn is over.
+        let mut open: Vec<(String, ChildId)> = self
+            .reg
+            .children
+            .values()
+            .filter(|c| c.top_session == session && !c.card_is_final())
+            .map(|c| (c.spawn_id.clone(), c.id.clone()))
+            .collect();
+        open.sort();
+        for (_, cid) in open {
+            let Some(child) = self.reg.get(&cid) else {
+                continue;
+            };
+            let parent = child.parent.clone();
+            for update in self.render.turn_ended(child) {
+                self.emit(&parent, update, out);
+            }
         }
     }
 

@@ -70,7 +70,8 @@ pub enum Mode {
     Off,
     /// Zed's `_meta.subagent_session_info` cards and proxy-served child threads.
     Zed,
-    /// The client speaks standard ACP subagents: relay them as they are.
+    /// The client speaks standard ACP subagents: the agent's own are relayed as they are, the
+    /// others translated into them.
     Acp,
     /// Neither: the child's work is folded into its spawn card as a bounded log.
     Transcript,
@@ -108,6 +109,9 @@ pub struct Engine {
     parent_tools: RecentSet,
     /// The tool calls top-level threads hold, for Zed's order rules (`tool_order`).
     thread_tools: tool_order::ThreadTools,
+    /// Child sessions the agent announced itself, for a client that speaks standard subagents:
+    /// their traffic passes as it is. Keyed by ("", child session id).
+    native_children: RecentSet,
 }
 
 impl Default for Engine {
@@ -156,6 +160,7 @@ impl Engine {
             replay_cards: HashSet::new(),
             parent_tools: RecentSet::default(),
             thread_tools: tool_order::ThreadTools::default(),
+            native_children: RecentSet::default(),
         }
     }
 
@@ -168,9 +173,10 @@ impl Engine {
         self.mode == Some(Mode::Zed)
     }
 
-    /// Whether the proxy models subagents for this client (Zed cards or folded transcripts).
+    /// Whether the proxy models subagents for this client (Zed cards, standard subagents or
+    /// folded transcripts).
     pub fn models_subagents(&self) -> bool {
-        matches!(self.mode, Some(Mode::Zed | Mode::Transcript))
+        matches!(self.mode, Some(Mode::Zed | Mode::Acp | Mode::Transcript))
     }
 
     /// A frame (one line, terminator included) arrived from the client.
@@ -382,6 +388,7 @@ impl Engine {
             ("replay_cards", self.replay_cards.len()),
             ("parent_tools", self.parent_tools.len()),
             ("thread_tools", self.thread_tools.len()),
+            ("native_children", self.native_children.len()),
         ]);
         sizes
     }
@@ -410,6 +417,7 @@ impl Engine {
     ) {
         if req.method == "initialize" && self.models_subagents() {
             self.choose_presets(&frame, out);
+            self.read_agent_caps(&frame);
         }
         match req.method.as_str() {
             "initialize" if self.zed() => self.agent_initialized(frame, out),

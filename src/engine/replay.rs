@@ -71,6 +71,10 @@ impl Engine {
             if child.top_session == session && !child.thread.is_empty() {
                 child.replay = Replay::Known;
             }
+            if child.top_session == session {
+                // The client rebuilds the parent's thread: it learns of the child again.
+                self.render.reopened(&child.id);
+            }
         }
     }
 

@@ -26,8 +26,8 @@ impl Engine {
     pub(super) fn passes_untouched(&self, frame: &[u8], found: keys::Found) -> bool {
         use keys::kind;
         match self.mode {
-            None | Some(Mode::Off) | Some(Mode::Acp) => true,
-            Some(Mode::Zed | Mode::Transcript) => {
+            None | Some(Mode::Off) => true,
+            Some(Mode::Zed | Mode::Acp | Mode::Transcript) => {
                 if self.reg.has_agent_children()
                     || found.has(kind::SUBAGENT | kind::SESSION_MESSAGE | kind::PARENT)
                 {
@@ -135,6 +135,14 @@ impl Engine {
         let (kind, tool) = (fields.kind.clone(), fields.tool_call_id.clone());
         let (kind, tool) = (kind.as_ref(), tool.as_deref());
         let parse_update = || serde_json::from_str::<Value>(raw).ok();
+        let frame = match self.mode {
+            // The agent's own standard subagents go to such a client as they are.
+            Some(Mode::Acp) => match self.acp_native(frame, sid, kind, raw, out) {
+                Some(frame) => frame,
+                None => return,
+            },
+            _ => frame,
+        };
         let names_parent = found.has(keys::kind::PARENT);
         let tf = ToolFrame {
             kind,

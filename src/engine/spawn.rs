@@ -88,6 +88,8 @@ impl Engine {
             }
             _ => {}
         }
+        // The client learns of the child (and of a new title) before anything of it.
+        self.announce_child(cid, out);
         for u in &to_record {
             self.record_in(cid, u, out);
         }
@@ -116,6 +118,8 @@ impl Engine {
             self.persist_state(cid, out);
         }
         self.emit(&parent, update, out);
+        // What the frame changed of the child (its task, its end), after the frame itself.
+        self.sync_child(cid, out);
         if finished {
             self.retire(cid);
         }

@@ -1,6 +1,7 @@
 //! Standard ACP subagents: `subagent_update` announcements (and the earlier draft kinds) and
 //! the `session_message` that carries a child's task.
 
+use bytes::Bytes;
 use serde_json::{json, Value};
 
 use super::{str_field, Action, Engine};
@@ -9,6 +10,8 @@ use crate::subagents::ids::ChildId;
 use crate::subagents::model::{
     Card, Child, ChildState, Prompt, SpawnSite, StopRoute, SYNTHETIC_TOOL_NAME,
 };
+use crate::subagents::render::acp;
+use crate::wire::write;
 
 impl Engine {
     /// Standard ACP `subagent_update` (and the earlier draft kinds) on session `on`.
@@ -53,7 +56,8 @@ impl Engine {
                     if let Some(child) = child.filter(|c| c.title != t) {
                         child.title = t.to_owned();
                         let card = (child.card != Card::Progress)
-                            .then(|| self.render.card_update(child, None, Some(t)));
+                            .then(|| self.render.card_update(child, None, Some(t)))
+                            .flatten();
                         let parent = child.parent.clone();
                         if let Some(card) = card {
                             self.emit(&parent, card, out);
@@ -129,6 +133,64 @@ impl Engine {
                 self.finish_child(&cid, ChildState::Failed, out)
             }
             _ => {}
+        }
+    }
+
+    /// For a client that speaks standard subagents: the agent's own subagent traffic (its
+    /// announcements, messages between sessions, the children's own sessions) goes as it is,
+    /// the drafts' kinds as the standard ones. Hands back any other frame.
+    pub(super) fn acp_native(
+        &mut self,
+        frame: Bytes,
+        sid: &str,
+        kind: &str,
+        raw: &str,
+        out: &mut Vec<Action>,
+    ) -> Option<Bytes> {
+        match kind {
+            "subagent_update" => {
+                #[derive(serde::Deserialize)]
+                struct Upsert<'a> {
+                    #[serde(borrow, rename = "sessionId", default)]
+                    session_id: Option<std::borrow::Cow<'a, str>>,
+                }
+                if let Ok(Upsert {
+                    session_id: Some(child),
+                }) = serde_json::from_str(raw)
+                {
+                    self.native_children.insert("", &child);
+                }
+                out.push(Action::ToClient(frame));
+                None
+            }
+            "subagent_spawned" | "subagent_state_update" => {
+                let translated = serde_json::from_str::<Value>(raw)
+                    .ok()
+                    .and_then(|u| acp::draft_to_standard(sid, &u));
+                match translated {
+                    Some((child, updates)) => {
+                        self.native_children.insert("", &child);
+                        for (session, update) in updates {
+                            out.push(Action::ToClient(write::session_update(&session, &update)));
+                        }
+                    }
+                    None => self.report_once(
+                        "draft-without-session",
+                        out,
+                        format!("a `{kind}` without a child session id was dropped (the agent's subagent shape changed?)"),
+                    ),
+                }
+                None
+            }
+            "session_message" | "session_message_chunk" => {
+                out.push(Action::ToClient(frame));
+                None
+            }
+            _ if self.native_children.contains("", sid) => {
+                out.push(Action::ToClient(frame));
+                None
+            }
+            _ => Some(frame),
         }
     }
 

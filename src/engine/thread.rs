@@ -95,9 +95,15 @@ impl Engine {
         };
         // One copy, shared by the thread in memory and the store.
         let text: Arc<str> = Arc::from(text);
+        let index = child.thread.len();
         child.record_kind(kind, key, text.clone());
         if child.is_loaded() {
-            out.push(Action::ToClient(write::session_update_raw(cid, &text)));
+            out.push(Action::ToClient(
+                match self.render.child_line(child, index, &text) {
+                    Some(line) => write::session_update(cid, &line),
+                    None => write::session_update_raw(cid, &text),
+                },
+            ));
         }
         out.push(Action::Store(StoreOp::AppendUpdate {
             child_id: cid.to_owned(),

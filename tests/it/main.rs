@@ -10,6 +10,7 @@
 
 mod support;
 
+mod acp_subagents;
 mod agent_stderr;
 mod chain;
 mod cli_output;

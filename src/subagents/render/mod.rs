@@ -4,17 +4,20 @@
 //! looks.
 //!
 //! - [`zed`]: Zed's `_meta.subagent_session_info` cards, titled with live progress;
+//! - [`acp`]: standard ACP subagents (`subagent_update`, child sessions, `session_message`),
+//!   for clients that advertise them;
 //! - [`transcript`]: the child's work folded into the card as a bounded log, for clients with
 //!   neither Zed's convention nor standard ACP subagents.
 //!
-//! A new flavour (standard ACP subagents for clients that advertise them, say) is one more
-//! module implementing [`Render`], and one more arm where the engine picks the renderer for a
-//! client.
+//! A new flavour is one more module implementing [`Render`], and one more arm where the engine
+//! picks the renderer for a client.
 //!
-//! The child's own thread is the same in every flavour: ACP `session/update`s the proxy
-//! serves on the child's `session/load` ([`user_text`] and [`agent_text`] build the entries it
-//! adds itself).
+//! The child's own thread is recorded the same in every flavour (the store keeps it for any
+//! client): ACP `session/update`s the proxy serves on the child's `session/load`
+//! ([`user_text`] and [`agent_text`] build the entries it adds itself); a flavour may show a
+//! line of it differently on its way out ([`Render::child_line`]).
 
+pub mod acp;
 pub mod transcript;
 pub mod zed;
 
@@ -23,7 +26,7 @@ use std::fmt;
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::model::Child;
+use super::model::{Child, ChildState};
 
 /// One output flavour of subagent cards.
 pub trait Render: fmt::Debug + Send {
@@ -32,8 +35,14 @@ pub trait Render: fmt::Debug + Send {
     fn synthesized_card(&self, child: &Child) -> Value;
 
     /// A `tool_call_update` of the child's card: `status` and `title` if given, and what the
-    /// flavour shows of the child.
-    fn card_update(&self, child: &Child, status: Option<&str>, title: Option<&str>) -> Value;
+    /// flavour shows of the child (a cancelled child's card says so). `None` when the flavour
+    /// shows no card for it.
+    fn card_update(
+        &self,
+        child: &Child,
+        status: Option<&str>,
+        title: Option<&str>,
+    ) -> Option<Value>;
 
     /// The agent's own spawn tool call (`tool_call` when `is_new`, else an update of it) on
     /// its way to the parent's thread.
@@ -55,6 +64,42 @@ pub trait Render: fmt::Debug + Send {
 
     /// The engine let go of a child: drop what is kept for it.
     fn forget(&mut self, _child_id: &str) {}
+
+    /// Updates for the parent's session that bring the client's view of the child up to
+    /// date (standard subagents: the announcement before anything else of the child, then its
+    /// title, task and state). The engine calls it wherever the child may have changed; the
+    /// flavour returns only what changed.
+    fn sync(&mut self, _child: &Child) -> Vec<Value> {
+        Vec::new()
+    }
+
+    /// The part of [`Render::sync`] that must come before a frame of the child: its
+    /// announcement (or a new title). The rest (its task, its end) follows the frame.
+    fn announce(&mut self, _child: &Child) -> Vec<Value> {
+        Vec::new()
+    }
+
+    /// The parent's thread is being rebuilt (its `session/load` replay): what the client was
+    /// told of this child is gone.
+    fn reopened(&mut self, _child_id: &str) {}
+
+    /// Whether the client follows every child's session from its announcement on (its events
+    /// go to the client live without a `session/load`).
+    fn follows_children(&self) -> bool {
+        false
+    }
+
+    /// Line `index` of the child's thread on its way to the client under the child's id (live
+    /// or on a `session/load`): what the flavour sends instead, if anything.
+    fn child_line(&self, _child: &Child, _index: usize, _text: &str) -> Option<Value> {
+        None
+    }
+
+    /// The parent's prompt turn ended while the child is open: updates for the parent's
+    /// session, if the flavour shows that.
+    fn turn_ended(&mut self, _child: &Child) -> Vec<Value> {
+        Vec::new()
+    }
 
     /// Sizes of what the renderer keeps per child, to check that long sessions stay bounded.
     fn footprint(&self) -> Vec<(&'static str, usize)> {
@@ -100,6 +145,15 @@ pub fn card_base(child: &Child, status: Option<&str>, title: Option<&str>) -> Va
         upd["title"] = json!(t);
     }
     upd
+}
+
+/// A final card of a cancelled child says so: Zed shows the first text content of a failed
+/// card as its error.
+pub fn mark_cancelled(child: &Child, status: Option<&str>, card: &mut Value) {
+    if status.is_some() && child.state == ChildState::Cancelled {
+        card["content"] =
+            json!([{"type": "content", "content": {"type": "text", "text": "Cancelled"}}]);
+    }
 }
 
 /// A `tool_call` for a spawn card the proxy creates itself, before any flavour's additions.

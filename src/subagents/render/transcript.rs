@@ -6,7 +6,7 @@ use std::collections::{HashMap, VecDeque};
 
 use serde_json::{json, Value};
 
-use super::{card_base, synthesized_base, CardChange, Render, Step};
+use super::{card_base, mark_cancelled, synthesized_base, CardChange, Render, Step};
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::Child;
 
@@ -174,12 +174,18 @@ impl Render for Transcript {
     }
 
     /// Status and title if given, the log as content.
-    fn card_update(&self, child: &Child, status: Option<&str>, title: Option<&str>) -> Value {
+    fn card_update(
+        &self,
+        child: &Child,
+        status: Option<&str>,
+        title: Option<&str>,
+    ) -> Option<Value> {
         let mut upd = card_base(child, status, title);
         if let Some(log) = self.log(child) {
             upd["content"] = content(log);
         }
-        upd
+        mark_cancelled(child, status, &mut upd);
+        Some(upd)
     }
 
     fn spawn_update(&self, child: &Child, update: &mut Value, _is_new: bool) {
@@ -215,7 +221,8 @@ impl Render for Transcript {
     fn child_step(&mut self, child: &mut Child, step: &Step<'_>) -> Option<CardChange> {
         let text_run_starts = step.kind == "agent_message_chunk" && step.new_entry;
         (step.new_tool_call || step.tool_status || text_run_starts)
-            .then(|| CardChange::Update(self.card_update(child, None, None)))
+            .then(|| self.card_update(child, None, None).map(CardChange::Update))
+            .flatten()
     }
 
     fn forget(&mut self, child_id: &str) {

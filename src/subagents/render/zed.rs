@@ -7,7 +7,7 @@
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
-use super::{card_base, synthesized_base, CardChange, Render, Step};
+use super::{card_base, mark_cancelled, synthesized_base, CardChange, Render, Step};
 use crate::subagents::model::Child;
 use crate::wire::write::session_update_with;
 
@@ -205,8 +205,15 @@ impl Render for Zed {
         synthesized_card(child)
     }
 
-    fn card_update(&self, child: &Child, status: Option<&str>, title: Option<&str>) -> Value {
-        card_update(child, status, title)
+    fn card_update(
+        &self,
+        child: &Child,
+        status: Option<&str>,
+        title: Option<&str>,
+    ) -> Option<Value> {
+        let mut card = card_update(child, status, title);
+        mark_cancelled(child, status, &mut card);
+        Some(card)
     }
 
     fn spawn_update(&self, child: &Child, update: &mut Value, is_new: bool) {

@@ -7,6 +7,7 @@ use acp_proxy::store::{Store, StoreConfig, StoreLocation, StoreOp, StoredChild};
 use bytes::Bytes;
 use serde_json::{json, Value};
 
+use super::standard::StandardClient;
 use super::zed_model::{Entry, ZedModel, ZedRules};
 
 /// The real store, in memory: what a "restart" (a new engine over the same store) finds.
@@ -68,6 +69,8 @@ impl StoreModel {
 pub struct Harness {
     pub engine: Engine,
     pub zed: ZedModel,
+    /// The same traffic as a client that speaks standard subagents sees it.
+    pub standard: StandardClient,
     /// Every message the agent received, parsed.
     pub to_agent: Vec<Value>,
     /// Every line the client received, raw.
@@ -92,6 +95,7 @@ impl Harness {
         Harness {
             engine: Engine::new(cfg),
             zed: ZedModel::default(),
+            standard: StandardClient::default(),
             to_agent: Vec::new(),
             to_client: Vec::new(),
             notes: Vec::new(),
@@ -134,6 +138,7 @@ impl Harness {
     /// The client (Zed) sends a message.
     pub fn client(&mut self, msg: Value) {
         self.zed.client_sent(&msg);
+        self.standard.client_sent(&msg);
         let mut out = Vec::new();
         self.engine.from_client(line(&msg), self.now, &mut out);
         self.run(out);
@@ -184,6 +189,7 @@ impl Harness {
                         let v: Value =
                             serde_json::from_slice(l).expect("proxy sent valid JSON to the client");
                         self.zed.received(&v);
+                        self.standard.received(&v);
                     }
                     self.to_client.push(bytes);
                 }
