@@ -6,8 +6,10 @@ stderr so that a failing run shows what the agent asked for. Standard library on
 """
 
 import json
+import os
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -28,11 +30,14 @@ class Request:
 class Reply:
     """What to send back: a JSON body, or a list of server-sent events."""
 
-    def __init__(self, status=200, body=None, events=None, headers=None):
+    def __init__(self, status=200, body=None, events=None, headers=None, delay=0.0):
         self.status = status
         self.body = body
         self.events = events
         self.headers = headers or {}
+        # Seconds to wait before answering, without holding up other requests (e.g. a
+        # background child that must still be working when the main agent's turn ends).
+        self.delay = delay
 
     @staticmethod
     def json(obj, status=200):
@@ -47,8 +52,17 @@ class Reply:
 
 def serve(handle, port_file, log_name="stand-in"):
     """Serve `handle(Request) -> Reply` on 127.0.0.1 until killed; write the port to
-    `port_file` once listening."""
+    `port_file` once listening. With E2E_STANDIN_REQUESTS set to a folder, every request is
+    also written there as NNNN.json (method, path, body), to see what the agent asked."""
     lock = threading.Lock()
+    requests_dir = os.environ.get("E2E_STANDIN_REQUESTS")
+    seen = [0]
+
+    def keep(req):
+        seen[0] += 1
+        with open(os.path.join(requests_dir, f"{seen[0]:04d}.json"), "w") as f:
+            json.dump({"method": req.method, "path": req.path,
+                       "body": req.json if req.json is not None else req.raw.decode("utf-8", "replace")}, f, indent=1)
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -59,11 +73,15 @@ def serve(handle, port_file, log_name="stand-in"):
             req = Request(self.command, self.path, dict(self.headers), body)
             try:
                 with lock:
+                    if requests_dir:
+                        keep(req)
                     reply = handle(req)
             except Exception as e:  # a scenario bug: say so, answer 500
                 print(f"{log_name}: {self.command} {self.path}: {e!r}", file=sys.stderr)
                 reply = Reply.json({"error": {"message": repr(e)}}, status=500)
             print(f"{log_name}: {self.command} {self.path} -> {reply.status}", file=sys.stderr)
+            if getattr(reply, "delay", 0):
+                time.sleep(reply.delay)
             if reply.events is not None:
                 self.send_response(reply.status)
                 self.send_header("content-type", "text/event-stream")
@@ -93,11 +111,11 @@ def serve(handle, port_file, log_name="stand-in"):
         def log_message(self, *args):
             pass
 
+    if requests_dir:
+        os.makedirs(requests_dir, exist_ok=True)
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     with open(port_file + ".tmp", "w") as f:
         f.write(str(server.server_address[1]))
-    import os
-
     os.replace(port_file + ".tmp", port_file)
     server.serve_forever()
