@@ -8,8 +8,8 @@ Who is asking is read from the request:
   subagent's `SUB-ANSWER` is in the conversation; in the background scenario it ends the turn
   after the launch notice and answers again when Claude Code feeds it the child's result;
 - a child: its first user message names `SUBAGENT:<tag>`. It runs one real tool on the
-  project (Glob, else LS, Read or Bash, whichever it was given), then answers with the file
-  names the tool returned;
+  project (Glob, else LS, Read or Bash, whichever it was given; `beta` runs `ls` in Bash,
+  which asks for permission), then answers with the file names the tool returned;
 - anything else (title, topic or quota requests Claude Code makes on the side): a short text.
 """
 
@@ -108,7 +108,11 @@ class Model:
                                "input": {"message": answer}})
                 return "answer+handback", blocks, "tool_use"
             return "answer", blocks, "end_turn"
-        if "Glob" in names:
+        if tag == "beta" and "Bash" in names:
+            # A shell command needs the user's permission (asked of the client in Claude's
+            # default mode): the second child exercises that path.
+            name, inp = "Bash", {"command": "ls *.txt", "description": "List text files"}
+        elif "Glob" in names:
             name, inp = "Glob", {"pattern": "*.txt"}
         elif "LS" in names:
             name, inp = "LS", {"path": self.workspace}
