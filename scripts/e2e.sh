@@ -33,7 +33,10 @@ done
 for tool in unshare ip python3; do
   command -v "$tool" >/dev/null || fail "\`$tool\` is not on PATH (Debian: apt-get install util-linux iproute2 python3)"
 done
-if [ "$(id -u)" = 0 ]; then netns=(unshare -n); else netns=(unshare -r -n); fi
+# A network namespace (only loopback) and a PID namespace: whatever an agent leaves running
+# dies with the test binary. bash stays the namespace's init, so orphans are reaped.
+netns=(unshare --net --pid --fork --mount-proc)
+if [ "$(id -u)" != 0 ]; then netns=(unshare --map-root-user --net --pid --fork --mount-proc); fi
 "${netns[@]}" true 2>/dev/null \
   || fail "cannot create a network namespace with \`${netns[*]}\` (run as root, or enable unprivileged user namespaces)"
 
@@ -84,10 +87,10 @@ for a in "${agents[@]}"; do
   grep -qx "$t: test" <<<"$listed" || fail "kit \`$a\` has no test \`$t\` in tests/e2e/main.rs (kit_tests!)"
   tests+=("$t")
 done
-echo "== e2e: running ${tests[*]} offline (${netns[*]}, loopback only), $jobs at a time"
+echo "== e2e: running ${tests[*]} offline (loopback only), $jobs at a time"
 start=$SECONDS
 set +e
-"${netns[@]}" bash -c 'ip link set lo up && exec "$@"' e2e-netns \
+"${netns[@]}" bash -c 'ip link set lo up && "$@"' e2e-netns \
   "$bin" --ignored --exact --nocapture --test-threads="$jobs" "${tests[@]}"
 status=$?
 set -e

@@ -72,69 +72,8 @@ fn kit_inner(name: &str) -> Result<()> {
     let mut report = String::new();
     let mut failed = false;
     for (scenario, shape, secs, outcome) in &runs {
-        let label = format!("{name} {scenario} ({})", shape.name());
-        match outcome {
-            Err(e) => {
-                failed = true;
-                report += &format!("FAIL {label} in {secs:.1}s: {e:#}\n");
-            }
-            Ok(o) => {
-                let (known, unknown): (Vec<&Failure>, Vec<&Failure>) = o
-                    .failures
-                    .iter()
-                    .partition(|f| kit.expect.known_bug(scenario, f.check).is_some());
-                // Behind `cat` a known bug's check may not even be reached.
-                let fixed: Vec<_> = kit
-                    .expect
-                    .known_bugs
-                    .iter()
-                    .filter(|b| {
-                        b.scenario == scenario && !known.iter().any(|f| f.check == b.check)
-                    })
-                    .filter(|_| relay == Relay::Proxy)
-                    .collect();
-                let verdict = if !unknown.is_empty() || !fixed.is_empty() {
-                    failed = true;
-                    "FAIL"
-                } else if !known.is_empty() {
-                    "KNOWN-BUG"
-                } else {
-                    "ok"
-                };
-                report += &format!(
-                    "{verdict} {label} in {secs:.1}s (live {:.1}s, reopen {:.1}s){}\n",
-                    o.live_secs,
-                    o.reopen_secs,
-                    if o.dir.as_os_str().is_empty() {
-                        String::new()
-                    } else {
-                        format!("; folder {}", o.dir.display())
-                    }
-                );
-                if std::env::var("E2E_SHOW").as_deref() == Ok("1") || verdict != "ok" {
-                    for line in &o.shown {
-                        report += &format!("    {line}\n");
-                    }
-                }
-                for f in &unknown {
-                    report += &format!("    [{}] {}\n", f.check, f.detail);
-                }
-                for f in &known {
-                    let bug = kit
-                        .expect
-                        .known_bug(scenario, f.check)
-                        .map(|b| b.note)
-                        .unwrap_or("");
-                    report += &format!("    known bug [{}] {} ({bug})\n", f.check, f.detail);
-                }
-                for b in fixed {
-                    report += &format!(
-                        "    [{}] passes now: remove the known bug from EXPECT ({})\n",
-                        b.check, b.note
-                    );
-                }
-            }
-        }
+        let label = format!("{name} {scenario} ({}) in {secs:.1}s", shape.name());
+        failed |= !report_run(&kit, relay, scenario, &label, outcome, &mut report);
     }
     eprintln!(
         "\n== e2e {name} ({} {}, relay {relay:?})\n{report}",
@@ -144,6 +83,75 @@ fn kit_inner(name: &str) -> Result<()> {
         bail!("some runs failed:\n{report}");
     }
     Ok(())
+}
+
+/// One run's lines of the report; false if it failed.
+fn report_run(
+    kit: &Kit,
+    relay: Relay,
+    scenario: &str,
+    label: &str,
+    outcome: &Result<Outcome>,
+    report: &mut String,
+) -> bool {
+    let o = match outcome {
+        Err(e) => {
+            *report += &format!("FAIL {label}: {e:#}\n");
+            return false;
+        }
+        Ok(o) => o,
+    };
+    let (known, unknown): (Vec<&Failure>, Vec<&Failure>) = o
+        .failures
+        .iter()
+        .partition(|f| kit.expect.known_bug(scenario, f.check).is_some());
+    // Behind `cat` a known bug's check may not even be reached.
+    let fixed: Vec<_> = kit
+        .expect
+        .known_bugs
+        .iter()
+        .filter(|b| b.scenario == scenario && !known.iter().any(|f| f.check == b.check))
+        .filter(|_| relay == Relay::Proxy)
+        .collect();
+    let ok = unknown.is_empty() && fixed.is_empty();
+    let verdict = match (ok, known.is_empty()) {
+        (false, _) => "FAIL",
+        (true, false) => "KNOWN-BUG",
+        (true, true) => "ok",
+    };
+    let folder = o
+        .dir
+        .as_ref()
+        .map(|d| format!("; folder {}", d.display()))
+        .unwrap_or_default();
+    *report += &format!(
+        "{verdict} {label} (live {:.1}s, reopen {:.1}s){folder}\n",
+        o.live_secs, o.reopen_secs
+    );
+    if std::env::var("E2E_SHOW").as_deref() == Ok("1") || verdict != "ok" {
+        for line in &o.shown {
+            *report += &format!("    {line}\n");
+        }
+    }
+    for f in &unknown {
+        *report += &format!("    [{}] {}\n", f.check, f.detail);
+    }
+    for f in &known {
+        let note = kit.expect.known_bug(scenario, f.check).map(|b| b.note);
+        *report += &format!(
+            "    known bug [{}] {} ({})\n",
+            f.check,
+            f.detail,
+            note.unwrap_or("")
+        );
+    }
+    for b in fixed {
+        *report += &format!(
+            "    [{}] passes now: remove the known bug from EXPECT ({})\n",
+            b.check, b.note
+        );
+    }
+    ok
 }
 
 /// The agents must reach nothing but loopback: the suite runs inside `unshare -n`.
@@ -188,7 +196,8 @@ struct Outcome {
     shown: Vec<String>,
     live_secs: f64,
     reopen_secs: f64,
-    dir: PathBuf,
+    /// The run's folder, when it was kept.
+    dir: Option<PathBuf>,
 }
 
 struct Run<'k> {
@@ -260,6 +269,31 @@ impl<'k> Run<'k> {
     }
 
     fn go(mut self) -> Result<Outcome> {
+        let (live_secs, reopen_secs) = match self.phases() {
+            Ok(secs) => secs,
+            Err(e) => {
+                self.dir.disable_cleanup(true);
+                return Err(e.context(format!("folder {}", self.dir.path().display())));
+            }
+        };
+        let failures = std::mem::take(&mut self.checks.failures);
+        // A known bug alone is no reason to keep the folder.
+        let unexpected = failures
+            .iter()
+            .any(|f| self.kit.expect.known_bug(&self.scenario, f.check).is_none());
+        let keep = unexpected || std::env::var("E2E_KEEP").as_deref() == Ok("1");
+        self.dir.disable_cleanup(keep);
+        Ok(Outcome {
+            failures,
+            shown: std::mem::take(&mut self.shown),
+            live_secs,
+            reopen_secs,
+            dir: keep.then(|| self.dir.path().to_owned()),
+        })
+    }
+
+    /// The live phase and the reopen, with their durations in seconds.
+    fn phases(&mut self) -> Result<(f64, f64)> {
         if self.kit.toml.model_server {
             self.start_model()?;
         }
@@ -268,26 +302,7 @@ impl<'k> Run<'k> {
         let live_secs = t.elapsed().as_secs_f64();
         let t = Instant::now();
         self.reopen(&live)?;
-        let reopen_secs = t.elapsed().as_secs_f64();
-        let failures = std::mem::take(&mut self.checks.failures);
-        let keep = !failures.is_empty() || std::env::var("E2E_KEEP").as_deref() == Ok("1");
-        let dir = if keep {
-            self.dir.path().to_owned()
-        } else {
-            PathBuf::new()
-        };
-        if keep {
-            // Moved out of the TempDir so it outlives the run.
-            let dir = std::mem::replace(&mut self.dir, tempfile::tempdir()?);
-            let _ = dir.keep();
-        }
-        Ok(Outcome {
-            failures,
-            shown: std::mem::take(&mut self.shown),
-            live_secs,
-            reopen_secs,
-            dir,
-        })
+        Ok((live_secs, t.elapsed().as_secs_f64()))
     }
 
     fn start_model(&mut self) -> Result<()> {
