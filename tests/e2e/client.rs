@@ -131,6 +131,11 @@ impl Client {
         Ok(Value::from(id).to_string())
     }
 
+    /// Whether the response to `id` has arrived (and is waiting for [`Client::response`]).
+    pub fn has_response(&self, id: &str) -> bool {
+        self.responses.contains_key(id)
+    }
+
     /// Read until the response to `id` arrives (answering the agent's requests meanwhile).
     pub fn response(&mut self, id: &str, deadline: Instant) -> Result<Value> {
         loop {

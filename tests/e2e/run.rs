@@ -424,22 +424,38 @@ impl<'k> Run<'k> {
             .to_owned();
         let prompt = json!({"sessionId": parent, "prompt": [{"type": "text",
             "text": format!("SCENARIO:{} survey the text files", self.scenario)}]});
-        let r = c
-            .call("session/prompt", prompt, deadline)
-            .with_context(|| {
-                format!(
-                    "session/prompt; stderr ends:\n{}",
-                    tail(&self.path("stderr-live.log"))
-                )
+        // Newer Zed may open a card while its child still runs: in the background scenario
+        // it does, as soon as the card shows, and the rest of the child's work must then
+        // come live, once.
+        let live_load = self.scenario == "background" && self.shape == Shape::Newer;
+        let mut loads: Vec<(String, String)> = Vec::new();
+        let prompt_id = c.request("session/prompt", prompt)?;
+        loop {
+            let progressed = c.pump_until(deadline, |c| {
+                c.has_response(&prompt_id) || (live_load && unloaded_card(c, &parent, &loads))
             })?;
-        self.checks
-            .expect("turn", r["stopReason"] == "end_turn", || {
-                format!("live: the turn ended with {}", checks::short(&r))
-            });
+            if live_load {
+                self.load_new_cards(&mut c, &parent, &mut loads)?;
+            }
+            if c.has_response(&prompt_id) || !progressed {
+                break;
+            }
+        }
+        let r = c.response(&prompt_id, deadline).with_context(|| {
+            format!(
+                "session/prompt; stderr ends:\n{}",
+                tail(&self.path("stderr-live.log"))
+            )
+        })?;
+        self.checks.expect(
+            "turn",
+            r.get("error").is_none() && r["result"]["stopReason"] == "end_turn",
+            || format!("live: the turn ended with {}", checks::short(&r)),
+        );
         // A background child, or the main agent's follow-up, may still be on its way.
         let tags = kits::tags(&self.scenario).len();
         let followup = self.scenario != "background" || self.kit.expect.background_followup;
-        let settled = c.pump_until(deadline, |c| {
+        let settled_now = |c: &Client| {
             let Some(t) = c.zed.threads.get(&parent) else {
                 return false;
             };
@@ -454,7 +470,34 @@ impl<'k> Run<'k> {
                 cards.len() >= tags
             };
             ended && said
-        })?;
+        };
+        let settled = loop {
+            let progressed = c.pump_until(deadline, |c| {
+                settled_now(c) || (live_load && unloaded_card(c, &parent, &loads))
+            })?;
+            if live_load {
+                self.load_new_cards(&mut c, &parent, &mut loads)?;
+            }
+            if settled_now(&c) || !progressed {
+                break settled_now(&c);
+            }
+        };
+        for (child, id) in &loads {
+            match c.response(id, Instant::now() + CHILD_LOAD) {
+                Ok(r) if r.get("error").is_none() => {}
+                Ok(r) => self.checks.fail(
+                    "child-load",
+                    format!(
+                        "live: session/load of running child {child}: {}",
+                        checks::short(&r)
+                    ),
+                ),
+                Err(e) => self.checks.fail(
+                    "child-load",
+                    format!("live: session/load of running child {child}: {e:#}"),
+                ),
+            }
+        }
         c.pump_quiet(QUIET, deadline)?;
         if !settled {
             self.checks.fail(
@@ -472,7 +515,8 @@ impl<'k> Run<'k> {
         }
         let thread = c.zed.threads.get(&parent).cloned().unwrap_or_default();
         self.main_text(&thread);
-        let children = self.cards_and_children(&mut c, "live", &parent, &thread)?;
+        let loaded: Vec<String> = loads.into_iter().map(|(child, _)| child).collect();
+        let children = self.cards_and_children(&mut c, "live", &parent, &thread, &loaded)?;
         let threads = children
             .iter()
             .map(|id| {
@@ -493,6 +537,36 @@ impl<'k> Run<'k> {
             children,
             threads,
         })
+    }
+
+    /// Load, without waiting, every child whose card appeared since the last call.
+    fn load_new_cards(
+        &self,
+        c: &mut Client,
+        parent: &str,
+        loads: &mut Vec<(String, String)>,
+    ) -> Result<()> {
+        let fresh: Vec<String> = c
+            .zed
+            .threads
+            .get(parent)
+            .map(|t| {
+                t.cards()
+                    .iter()
+                    .filter_map(|k| k.subagent.clone())
+                    .map(|i| i.session_id)
+                    .collect()
+            })
+            .unwrap_or_default();
+        for child in fresh {
+            if loads.iter().any(|(c, _)| *c == child) {
+                continue;
+            }
+            let load = json!({"sessionId": child, "cwd": self.workspace, "mcpServers": []});
+            let id = c.request("session/load", load)?;
+            loads.push((child, id));
+        }
+        Ok(())
     }
 
     /// Zed quits. The proxy must then end (it stops the agent); a bare agent behind `cat` is
@@ -536,6 +610,7 @@ impl<'k> Run<'k> {
         phase: &str,
         parent: &str,
         thread: &Thread,
+        loaded: &[String],
     ) -> Result<Vec<String>> {
         let tags = kits::tags(&self.scenario);
         let expect = self.kit.expect;
@@ -547,6 +622,9 @@ impl<'k> Run<'k> {
         for card in &cards {
             let Some(info) = &card.subagent else { continue };
             children.push(info.session_id.clone());
+            if loaded.contains(&info.session_id) {
+                continue; // Zed does not load a thread it holds again
+            }
             let load =
                 json!({"sessionId": info.session_id, "cwd": self.workspace, "mcpServers": []});
             if let Err(e) = c.call("session/load", load, Instant::now() + CHILD_LOAD) {
@@ -645,7 +723,7 @@ impl<'k> Run<'k> {
                 )
             },
         );
-        let children = self.cards_and_children(&mut c, "reopen", &live.parent, &thread)?;
+        let children = self.cards_and_children(&mut c, "reopen", &live.parent, &thread, &[])?;
         let (mut a, mut b) = (live.children.clone(), children);
         a.sort();
         b.sort();
@@ -667,6 +745,17 @@ impl<'k> Run<'k> {
         self.accounting(&c, "reopen", Some(&live.parent))?;
         Ok(())
     }
+}
+
+/// A card whose child has not been loaded yet.
+fn unloaded_card(c: &Client, parent: &str, loads: &[(String, String)]) -> bool {
+    c.zed.threads.get(parent).is_some_and(|t| {
+        t.cards().iter().any(|k| {
+            k.subagent
+                .as_ref()
+                .is_some_and(|i| !loads.iter().any(|(c, _)| *c == i.session_id))
+        })
+    })
 }
 
 /// The last lines of a log file, for error messages.
