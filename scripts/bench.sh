@@ -9,5 +9,7 @@
 # Every option is listed by `scripts/bench.sh --help`. Method and results: docs/performance.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --locked --bin acp-proxy --bin acp-bench >&2
-exec target/release/acp-bench run "$@"
+# The `profiling` profile is the release build with debug info kept, so `perf` can name
+# functions in what is measured (the installed release binary is stripped of it).
+cargo build --profile profiling --locked --bin acp-proxy --bin acp-bench >&2
+exec target/profiling/acp-bench run "$@"

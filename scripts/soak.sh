@@ -5,10 +5,13 @@
 #
 #   scripts/soak.sh [SECONDS]      default 600; `scripts/soak.sh 60` for CI
 #
+# Subagents are spawned in every turn (three per turn, for the whole run); SOAK_SUBAGENTS=warmup
+# spawns them only during the warm-up (see docs/reliability.md).
+#
 # Environment: SOAK_PROFILE=debug runs the debug build instead (no release build needed, e.g.
-# in CI right after `cargo test`); SOAK_SUBAGENTS=warmup to spawn subagents only during the warm-up (default: in every turn)
-# (by default only during the warm-up; see docs/reliability.md), and the SOAK_* settings at the top
-# of tests/soak.rs.
+# in CI right after `cargo test`); ACP_PROXY_WRAPPER runs the proxy under a profiler, e.g.
+# ACP_PROXY_WRAPPER="valgrind --tool=massif --massif-out-file=/tmp/massif.%p" (RSS is then
+# the profiler's); and the SOAK_* settings at the top of tests/soak.rs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-600}"

@@ -218,6 +218,7 @@ fn print_thread(thread: &Thread, range: Option<(u64, Option<u64>)>) {
                 )
             }
             Entry::Tool(tc) => format!("tool call \"{}\" [{}]", tc.title, tc.status),
+            other => other.to_string(),
         };
         println!("  {mark}[{i}] {text}");
     }

@@ -7,11 +7,13 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 
-use acp_proxy::config::Config;
+use acp_proxy::config::{self, Config, ConfigSource};
 use acp_proxy::dump::Dump;
 use acp_proxy::engine::Engine;
 use acp_proxy::store::{self, Store, StoreConfig, StoreLocation, StoreOp};
 use acp_proxy::transport::relay::{self, RelayOptions};
+
+mod cli;
 
 /// An ACP proxy between your editor and any ACP agent: it shows the agent's subagents as real
 /// subagents in the editor and relays everything else unchanged.
@@ -19,12 +21,14 @@ use acp_proxy::transport::relay::{self, RelayOptions};
 /// Wrap an agent in Zed's settings:
 ///   "agent_servers": { "Claude (subagents)": { "type": "custom",
 ///     "command": "/path/to/acp-proxy", "args": ["--", "npx", "@agentclientprotocol/claude-agent-acp"] } }
+/// or let acp-proxy add it: `acp-proxy setup zed --agent claude --write`.
 ///
 /// Without an agent command, the built-in demo agent is used.
 #[derive(Parser, Debug)]
 #[command(name = "acp-proxy", version, verbatim_doc_comment)]
 struct Cli {
-    /// Config file (default: ./proxy.toml if present, else built-in defaults).
+    /// Config file (default: $XDG_CONFIG_HOME/acp-proxy/proxy.toml, else
+    /// ~/.config/acp-proxy/proxy.toml, if present; never ./proxy.toml).
     #[arg(long, value_name = "PATH", global = true)]
     config: Option<PathBuf>,
 
@@ -50,11 +54,26 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Validate a config file (default: ./proxy.toml) and print the effective settings.
+    /// Validate the config (PATH, else the one the proxy reads) and print the effective
+    /// settings as TOML.
     CheckConfig {
         /// Config file to check.
         path: Option<PathBuf>,
     },
+    /// Add acp-proxy to an editor's settings: `acp-proxy setup zed --agent claude --write`.
+    Setup {
+        #[command(subcommand)]
+        target: cli::setup_zed::SetupTarget,
+    },
+    /// Start an agent once as Zed would and report what Zed will get from it.
+    Doctor(cli::doctor::DoctorArgs),
+    /// Print a shell completion script, e.g. `acp-proxy completions bash`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// List the subagent presets (shipped, and from the config) and what each matches.
+    Presets,
     /// Show what Zed would display for the demo agent's subagents.
     ///
     /// A scripted Zed-like client drives the proxy over the built-in demo agent (two
@@ -71,6 +90,14 @@ enum Command {
         /// JSONL script of steps to play instead of the built-in behaviour.
         #[arg(long, value_name = "FILE")]
         script: Option<PathBuf>,
+    },
+    /// Stop the agent's process group PGID once the proxy that started this process is gone
+    /// (started by the proxy itself; see docs/lifecycle.md).
+    #[command(hide = true)]
+    AgentGuardian {
+        pgid: i32,
+        stdin_grace_ms: u64,
+        term_grace_ms: u64,
     },
     /// Inspect or prune the child-transcript store (`--store PATH` or `[store] path`).
     Store {
@@ -140,13 +167,37 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
         }
     }
     match cli.command {
-        Some(Command::CheckConfig { path }) => {
-            let path = path
-                .or(cli.config)
-                .unwrap_or_else(|| PathBuf::from("proxy.toml"));
-            let cfg = Config::from_file(&path)?;
-            println!("{}: ok", path.display());
-            println!("{cfg:#?}");
+        Some(Command::CheckConfig { path }) => cli::check_config::run(
+            path.or(cli.config).as_deref(),
+            cli::check_config::Overrides {
+                log_level: cli.log_level,
+                store: cli.store,
+            },
+        ),
+        Some(Command::Setup { target }) => cli::setup_zed::run(target, cli.config.as_deref()),
+        Some(Command::Doctor(args)) => cli::doctor::run(
+            args,
+            cli::doctor::Overrides {
+                config: cli.config.as_deref(),
+                store: cli.store,
+            },
+        ),
+        Some(Command::Completions { shell }) => {
+            use clap::CommandFactory;
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "acp-proxy", &mut script);
+            cli::emit(&script)?;
+            Ok(0)
+        }
+        Some(Command::Presets) => {
+            let cfg = Config::load(cli.config.as_deref())?;
+            let s = &cfg.subagents;
+            let text = s.preset_set().render(s.presets.as_deref());
+            // Read through `| head`, a closed pipe is the reader's choice, not an error.
+            match std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes()) {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                r => r.context("cannot write to stdout")?,
+            }
             Ok(0)
         }
         Some(Command::Demo { proxy_args }) => {
@@ -157,39 +208,61 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             acp_proxy::demo_agent::run(script.as_deref())?;
             Ok(0)
         }
+        Some(Command::AgentGuardian {
+            pgid,
+            stdin_grace_ms,
+            term_grace_ms,
+        }) => Ok(acp_proxy::transport::agent_guardian::run(
+            pgid,
+            Duration::from_millis(stdin_grace_ms),
+            Duration::from_millis(term_grace_ms),
+        )),
         Some(Command::Store { command }) => {
-            let mut cfg = Config::load(cli.config.as_deref())?;
+            let source = ConfigSource::locate(cli.config.as_deref());
+            let mut cfg = Config::load_from(&source)?;
             if let Some(level) = cli.log_level {
                 cfg.log_level = level;
             }
             let _log = init_tracing(&cfg.log_level)?;
+            warn_if_local_config_ignored(&source);
             if let Some(location) = cli.store {
                 cfg.store.location = Some(location);
             }
             store_command(cfg.store, command)
         }
         None => {
-            let mut cfg = Config::load(cli.config.as_deref())?;
+            let source = ConfigSource::locate(cli.config.as_deref());
+            let mut cfg = Config::load_from(&source)?;
             if let Some(level) = cli.log_level {
                 cfg.log_level = level;
             }
             // Flushes what is queued (briefly) when the proxy ends.
             let _log = init_tracing(&cfg.log_level)?;
+            warn_if_local_config_ignored(&source);
             if let Some(path) = cli.dump {
                 cfg.dump.path = Some(path);
             }
             if let Some(location) = cli.store {
                 cfg.store.location = Some(location);
             }
-            let agent = if cli.agent.is_empty() {
+            // Which one runs is decided by the first frame: a chain link runs none.
+            let demo_agent = cli.agent.is_empty();
+            let agent = if demo_agent {
                 let me = std::env::current_exe().context("cannot locate the acp-proxy binary")?;
-                tracing::info!("no agent command given: using the built-in demo agent");
                 vec![me.to_string_lossy().into_owned(), "demo-agent".to_owned()]
             } else {
                 cli.agent
             };
-            run_proxy(cfg, agent)
+            run_proxy(cfg, agent, demo_agent)
         }
+    }
+}
+
+/// A `proxy.toml` in the working directory is never read (it may come with a cloned
+/// repository): say so, in case the user expected it to apply.
+fn warn_if_local_config_ignored(source: &ConfigSource) {
+    if let Some(note) = config::ignored_local_config(source) {
+        tracing::warn!("{note}");
     }
 }
 
@@ -315,7 +388,7 @@ fn init_tracing(level: &str) -> anyhow::Result<tracing_appender::non_blocking::W
     Ok(guard)
 }
 
-fn run_proxy(cfg: Config, agent: Vec<String>) -> anyhow::Result<i32> {
+fn run_proxy(cfg: Config, agent: Vec<String>, demo_agent: bool) -> anyhow::Result<i32> {
     keep_read_buffers_mapped();
     // A pure relay keeps nothing; otherwise child transcripts go to the durable store, or
     // to memory (with a warning) if it cannot be used.
@@ -342,6 +415,7 @@ fn run_proxy(cfg: Config, agent: Vec<String>) -> anyhow::Result<i32> {
         let engine_cfg = cfg.engine_config();
         let opts = RelayOptions {
             agent_command: agent,
+            demo_agent,
             max_frame_bytes: cfg.max_frame_bytes,
             shutdown: cfg.shutdown.clone(),
             dump,

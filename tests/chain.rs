@@ -112,3 +112,47 @@ fn a_chain_link_rewrites_subagents_and_routes_both_ways() {
     assert_eq!(p.rest(), b"", "nothing else was sent");
     assert_eq!(p.exit_code(), 0, "stderr: {}", p.stderr());
 }
+
+/// Start a link, let the conductor initialize it and leave; return its stderr.
+fn chain_link_log(s: &Scratch, agent: &[String]) -> String {
+    let mut p = Proxy::start(
+        s.dir.path(),
+        &["--store", "memory", "--log-level", "info"],
+        agent,
+    );
+    p.send_json(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "proxy/initialize",
+        "params": {"protocolVersion": 1, "clientInfo": {"name": "zed"}, "clientCapabilities": {}}}),
+    );
+    assert_eq!(p.next_json()["method"], "proxy/successor");
+    p.close_stdin();
+    assert_eq!(p.exit_code(), 0, "stderr: {}", p.stderr());
+    p.stderr()
+}
+
+#[test]
+fn a_chain_link_says_that_it_runs_no_agent() {
+    let s = Scratch::new();
+    let log = chain_link_log(&s, &[]);
+    assert!(!log.contains("demo agent"), "no demo agent is used: {log}");
+    assert!(log.contains("the conductor runs the agent"), "{log}");
+
+    // An agent command on the command line is not run, and the link says so.
+    let marker = s.p("agent-ran");
+    let agent = [
+        "sh",
+        "-c",
+        &format!("touch '{marker}'"),
+        "--api-key",
+        "sk-hidden",
+    ]
+    .map(String::from);
+    let log = chain_link_log(&s, &agent);
+    assert!(!log.contains("demo agent"), "{log}");
+    assert!(
+        log.contains("is not started") && log.contains("touch"),
+        "names the command it does not run: {log}"
+    );
+    assert!(!log.contains("sk-hidden"), "credentials stay hidden: {log}");
+    assert!(!s.path("agent-ran").exists(), "the agent command was run");
+}

@@ -319,3 +319,125 @@ fn agent_crash_with_a_grandchild_holding_stdout_still_answers_and_cleans_up() {
     assert_gone(pids[0], "agent");
     assert_gone(pids[1], "grandchild holding the agent's stdout");
 }
+
+/// The pid of the guardian process watching the agent's process group `pgid` (it starts
+/// right after the agent: wait for it a while).
+fn guardian_of(pgid: i32) -> Option<i32> {
+    let deadline = Instant::now() + common::TIMEOUT;
+    loop {
+        let found = find_guardian(pgid);
+        if found.is_some() || Instant::now() > deadline {
+            return found;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn find_guardian(pgid: i32) -> Option<i32> {
+    let want = ["agent-guardian".to_owned(), pgid.to_string()];
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+        let args: Vec<String> = cmdline
+            .split(|&b| b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        (args.len() > 2 && args[1..3] == want && common::alive(pid)).then_some(pid)
+    })
+}
+
+/// An agent busy in a long tool: it ignores SIGTERM and SIGHUP, has closed its stdin, and
+/// has started one process of its own (which ignores them too). Returns its command.
+fn stubborn_agent(s: &Scratch) -> Vec<String> {
+    let script = format!(
+        "trap '' TERM HUP; exec 0<&-; \
+         sh -c 'echo $$ > \"$1\"; exec sleep 1000' sh '{}' & \
+         echo $$ > '{}'; exec sleep 1000",
+        s.p("grandchild.pid"),
+        s.p("agent.pid")
+    );
+    vec!["sh".to_owned(), "-c".to_owned(), script]
+}
+
+#[test]
+fn sigkill_of_the_proxy_stops_the_agent_and_its_group_within_seconds() {
+    let s = Scratch::new();
+    let config = s.write("proxy.toml", FAST_SHUTDOWN);
+    let mut proxy = Proxy::start(s.dir.path(), &["--config", &config], &stubborn_agent(&s));
+    proxy.send(INITIALIZE.as_bytes());
+    let pids = [
+        read_pid(&s.path("agent.pid")),
+        read_pid(&s.path("grandchild.pid")),
+    ];
+    let mut guard = KillOnPanic(pids.to_vec());
+    // Killed a while into the session, once everything has started.
+    let guardian = guardian_of(pids[0]);
+    guard.0.extend(guardian);
+
+    proxy.signal(libc::SIGKILL);
+    let status = proxy.wait();
+    let died = Instant::now();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGKILL)
+    );
+    // The guardian waits stdin_grace_ms (200), sends SIGTERM, and SIGKILL after
+    // term_grace_ms (400): well within `assert_gone`'s five seconds.
+    assert_gone(pids[0], "agent that ignores SIGTERM and SIGHUP");
+    assert_gone(pids[1], "the agent's own child");
+    let took = died.elapsed();
+    assert!(
+        took >= Duration::from_millis(550),
+        "the group got its grace periods first (gone after {took:?})"
+    );
+    if let Some(guardian) = guardian {
+        assert_gone(guardian, "guardian, once its work is done");
+    }
+}
+
+#[test]
+fn killing_the_proxy_with_its_guardian_still_stops_the_agent() {
+    // As `killall -9` might: the guardian goes first, then the proxy. The kernel still sends
+    // the agent SIGTERM when its parent dies.
+    let s = Scratch::new();
+    let agent = vec![
+        "sh".to_owned(),
+        "-c".to_owned(),
+        format!("echo $$ > '{}'; exec sleep 1000", s.p("agent.pid")),
+    ];
+    let mut proxy = Proxy::start(s.dir.path(), &[], &agent);
+    proxy.send(INITIALIZE.as_bytes());
+    let agent_pid = read_pid(&s.path("agent.pid"));
+    let mut guard = KillOnPanic(vec![agent_pid]);
+    let guardian = guardian_of(agent_pid).expect("a guardian watches the agent's group");
+    guard.0.push(guardian);
+    common::cleanup(guardian);
+    assert_gone(guardian, "guardian");
+    proxy.signal(libc::SIGKILL);
+    proxy.wait();
+    assert_gone(agent_pid, "agent whose parent died");
+}
+
+#[test]
+fn an_orderly_exit_leaves_no_guardian_and_signals_nothing_more() {
+    let s = Scratch::new();
+    let config = s.write("proxy.toml", FAST_SHUTDOWN);
+    let agent = s.agent(&[
+        json!({"pid_file": s.p("agent.pid")}),
+        json!({"expect": "initialize"}),
+        json!({"reply": {"protocolVersion": 1}}),
+    ]);
+    let mut proxy = Proxy::start(s.dir.path(), &["--config", &config], &agent);
+    initialize(&mut proxy);
+    let agent_pid = read_pid(&s.path("agent.pid"));
+    let mut guard = KillOnPanic(vec![agent_pid]);
+    let guardian = guardian_of(agent_pid).expect("a guardian watches the agent's group");
+    guard.0.push(guardian);
+    proxy.close_stdin();
+    assert_eq!(proxy.exit_code(), 0, "stderr:\n{}", proxy.stderr());
+    // Told to stand down and reaped before the proxy exited: no zombie, no process.
+    assert!(
+        !common::alive(guardian) && std::fs::metadata(format!("/proc/{guardian}")).is_err(),
+        "the guardian is gone when the proxy has exited"
+    );
+}

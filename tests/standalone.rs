@@ -52,10 +52,16 @@ fn no_tracked_file_refers_to_a_folder_beside_the_clone() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let needle = needle();
     let files = tracked_files(root);
-    assert!(files.len() > 50, "found the repository's files ({})", files.len());
+    assert!(
+        files.len() > 50,
+        "found the repository's files ({})",
+        files.len()
+    );
     let mut hits = Vec::new();
     for f in files {
-        let Ok(bytes) = std::fs::read(&f) else { continue };
+        let Ok(bytes) = std::fs::read(&f) else {
+            continue;
+        };
         let text = String::from_utf8_lossy(&bytes);
         for (n, line) in text.lines().enumerate() {
             if line.contains(&needle) {

@@ -197,6 +197,7 @@ fn describe(entries: &[Entry]) -> Vec<String> {
             Entry::User(t) => format!("user:{t}"),
             Entry::Assistant(t) => format!("agent:{t}"),
             Entry::Tool(t) => format!("tool:{}:{}:{}:{}", t.id, t.title, t.status, t.text),
+            other => other.to_string(),
         })
         .collect()
 }

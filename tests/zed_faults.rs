@@ -78,6 +78,7 @@ fn entries(h: &mut Harness, child: &str) -> Vec<String> {
             Entry::User(t) => format!("user:{t}"),
             Entry::Assistant(t) => format!("agent:{t}"),
             Entry::Tool(t) => format!("tool:{}:{}", t.id, t.status),
+            other => other.to_string(),
         })
         .collect()
 }
@@ -90,6 +91,7 @@ fn parent_entries(h: &Harness) -> Vec<String> {
             Entry::User(t) => format!("user:{t}"),
             Entry::Assistant(t) => format!("agent:{t}"),
             Entry::Tool(t) => format!("tool:{}:{}", t.id, t.status),
+            other => other.to_string(),
         })
         .collect()
 }

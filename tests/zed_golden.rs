@@ -1,12 +1,12 @@
 //! Golden tests: real captures from unmodified claude-agent-acp versions, played through the
-//! engine in Zed mode, judged by a model of Zed.
+//! engine in Zed mode, judged by a model of Zed (Zed 1.18 and Zed's main branch).
 
 mod support;
 
 use acp_proxy::subagents::ids::{child_session_id, synthesized_spawn_id};
 use serde_json::{json, Value};
 use support::harness::{fixture, play, Harness};
-use support::zed_model::Entry;
+use support::zed_model::{initialize_params, Entry, ZedRules};
 
 fn parent_session(records: &[(String, Value)]) -> String {
     records
@@ -16,13 +16,35 @@ fn parent_session(records: &[(String, Value)]) -> String {
         .to_owned()
 }
 
+/// The capture as that Zed would have played it: its client's `initialize` is Zed's.
+fn as_zed(records: &[(String, Value)], rules: ZedRules) -> Vec<(String, Value)> {
+    records
+        .iter()
+        .map(|(dir, msg)| {
+            let mut msg = msg.clone();
+            if dir == "out" && msg["method"] == "initialize" {
+                msg["params"] = initialize_params(rules);
+            }
+            (dir.clone(), msg)
+        })
+        .collect()
+}
+
 /// Common checks: one card with the right id, Zed never got a kind it cannot decode, nothing
 /// was dropped for an unknown session, and the child's events are not in the parent.
 fn check_parent(h: &Harness, parent: &str, child: &str, child_markers: &[&str]) {
     assert!(
         h.zed.rejected.is_empty(),
-        "Zed rejected kinds: {:?}",
+        "{:?}: Zed rejected kinds: {:?}",
+        h.zed.rules,
         h.zed.rejected
+    );
+    assert!(
+        h.zed.orphan_tool_updates.is_empty() && h.zed.refused_requests.is_empty(),
+        "{:?}: updates before their tool call {:?}, refused requests {:?}",
+        h.zed.rules,
+        h.zed.orphan_tool_updates,
+        h.zed.refused_requests
     );
     assert!(
         h.zed.dropped.is_empty(),
@@ -42,6 +64,7 @@ fn check_parent(h: &Harness, parent: &str, child: &str, child_markers: &[&str]) 
         let text = match e {
             Entry::User(t) | Entry::Assistant(t) => t.clone(),
             Entry::Tool(t) => format!("{} {}", t.id, t.title),
+            other => other.to_string(),
         };
         for m in child_markers {
             assert!(
@@ -89,9 +112,13 @@ fn load_and_check_range(h: &mut Harness, parent: &str, child: &str) -> Vec<Entry
 
 #[test]
 fn legacy_claude_0_23_subagent_becomes_a_card_with_its_own_thread() {
+    ZedRules::ALL.into_iter().for_each(legacy_claude_0_23);
+}
+
+fn legacy_claude_0_23(rules: ZedRules) {
     let records = fixture("claude-agent-acp-0.23.1-legacy-one-subagent.jsonl");
-    let mut h = Harness::zed();
-    play(&mut h, &records);
+    let mut h = Harness::zed_under(rules);
+    play(&mut h, &as_zed(&records, rules));
     let parent = parent_session(&records);
     let child = child_session_id(&parent, "toolu_0002");
     check_parent(&h, &parent, &child, &["toolu_0004", "Find `*.txt`"]);
@@ -127,9 +154,13 @@ fn legacy_claude_0_23_subagent_becomes_a_card_with_its_own_thread() {
 
 #[test]
 fn native_acp_subagents_get_a_synthesized_card() {
+    ZedRules::ALL.into_iter().for_each(native_acp_subagents);
+}
+
+fn native_acp_subagents(rules: ZedRules) {
     let records = fixture("claude-agent-acp-0.101.0-native-one-subagent.jsonl");
-    let mut h = Harness::zed();
-    play(&mut h, &records);
+    let mut h = Harness::zed_under(rules);
+    play(&mut h, &as_zed(&records, rules));
     let parent = parent_session(&records);
     let spawn = synthesized_spawn_id("a01e0f6a77d87f64b");
     let child = child_session_id(&parent, &spawn);
@@ -149,9 +180,13 @@ fn native_acp_subagents_get_a_synthesized_card() {
 
 #[test]
 fn background_subagent_text_after_the_card_completed_lands_in_the_child() {
+    ZedRules::ALL.into_iter().for_each(background_subagent_text);
+}
+
+fn background_subagent_text(rules: ZedRules) {
     let records = fixture("claude-agent-acp-0.101.0-transcript-flag.jsonl");
-    let mut h = Harness::zed();
-    play(&mut h, &records);
+    let mut h = Harness::zed_under(rules);
+    play(&mut h, &as_zed(&records, rules));
     let parent = parent_session(&records);
     let child = child_session_id(&parent, "toolu_0069");
     check_parent(&h, &parent, &child, &["Subagent alpha found the files"]);

@@ -89,6 +89,7 @@ fn entries_text(entries: &[Entry]) -> Vec<String> {
             Entry::User(t) => format!("user:{t}"),
             Entry::Assistant(t) => format!("agent:{t}"),
             Entry::Tool(t) => format!("tool:{}:{}", t.id, t.status),
+            other => other.to_string(),
         })
         .collect()
 }

@@ -32,7 +32,7 @@ use crate::config::Display;
 use crate::subagents::detect::Detector;
 use crate::subagents::model::{Child, Registry};
 use crate::subagents::persist::{StoreOp, StoredChild};
-use crate::subagents::presets::{self, Preset};
+use crate::subagents::select::{AgentInfo, PresetChoice};
 use crate::subagents::{transcript, zed};
 use envelope::{Kind, Parsed};
 use pending::PendingRequests;
@@ -72,7 +72,7 @@ pub enum NoteLevel {
 }
 
 /// Where child events may also appear live in the parent thread.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum LiveChildEvents {
     #[default]
@@ -81,7 +81,7 @@ pub enum LiveChildEvents {
 }
 
 /// What a client's Stop on a child does when the agent cannot cancel that child alone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum ChildCancel {
     #[default]
@@ -101,7 +101,8 @@ pub struct EngineConfig {
     /// How long a permission request that may belong to a child waits for attribution.
     pub permission_hold_ms: Millis,
     pub max_held_permissions: usize,
-    pub presets: Vec<Preset>,
+    /// Subagent presets: named by the config, or chosen from the agent's `initialize`.
+    pub presets: PresetChoice,
     pub limits: Limits,
 }
 
@@ -137,7 +138,7 @@ impl Default for EngineConfig {
             child_cancel: ChildCancel::Parent,
             permission_hold_ms: 500,
             max_held_permissions: 64,
-            presets: presets::ALL.to_vec(),
+            presets: PresetChoice::default(),
             limits: Limits::default(),
         }
     }
@@ -268,7 +269,7 @@ fn session_of(params: Option<&RawValue>) -> Option<String> {
 
 impl Engine {
     pub fn new(cfg: EngineConfig) -> Self {
-        let detector = Detector::new(cfg.presets.clone());
+        let detector = Detector::new(cfg.presets.initial());
         let mode = (cfg.display == Display::Off).then_some(Mode::Off);
         Engine {
             cfg,
@@ -712,6 +713,9 @@ impl Engine {
         frame: Bytes,
         out: &mut Vec<Action>,
     ) {
+        if req.method == "initialize" && self.models_subagents() {
+            self.choose_presets(&frame, out);
+        }
         match req.method.as_str() {
             "initialize" if self.zed() => self.agent_initialized(frame, out),
             "session/load" => {
@@ -731,6 +735,15 @@ impl Engine {
             }
             _ => out.push(Action::ToClient(frame)),
         }
+    }
+
+    /// The subagent presets for this agent, chosen from its `initialize` answer (unless the
+    /// config names them), and a note saying which and why.
+    fn choose_presets(&mut self, frame: &[u8], out: &mut Vec<Action>) {
+        let info = AgentInfo::from_initialize_response(crate::transport::framing::line_body(frame));
+        let chosen = self.cfg.presets.choose(info.as_ref());
+        self.detector = Detector::new(chosen.presets);
+        self.note(out, NoteLevel::Info, chosen.reason);
     }
 
     fn agent_initialized(&mut self, frame: Bytes, out: &mut Vec<Action>) {

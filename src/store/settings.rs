@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::StoreError;
 
@@ -67,17 +67,22 @@ impl std::fmt::Display for StoreLocation {
 }
 
 /// `[store]` in `proxy.toml`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StoreConfig {
     /// `path`: a file, or `memory`. `None`: the default path ([`default_path`]).
-    #[serde(rename = "path", deserialize_with = "de_location")]
+    #[serde(
+        rename = "path",
+        deserialize_with = "de_location",
+        serialize_with = "ser_location",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub location: Option<StoreLocation>,
     /// Children not updated for this long are removed. Zero: no age limit.
-    #[serde(deserialize_with = "de_duration")]
+    #[serde(deserialize_with = "de_duration", serialize_with = "ser_duration")]
     pub max_age: Duration,
     /// The oldest children are removed until the database is under this size. Zero: no limit.
-    #[serde(deserialize_with = "de_bytes")]
+    #[serde(deserialize_with = "de_bytes", serialize_with = "ser_bytes")]
     pub max_bytes: u64,
     /// Writes the queue holds before `Store::submit` waits for the disk (at least 1).
     #[serde(deserialize_with = "de_queue_ops")]
@@ -199,6 +204,36 @@ fn de_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     match IntOrText::deserialize(d)? {
         IntOrText::Int(n) => Ok(n),
         IntOrText::Text(t) => parse_bytes(&t).map_err(serde::de::Error::custom),
+    }
+}
+
+// Written back in the units `proxy.toml` uses, largest exact unit first ("30d", "512MiB").
+
+fn ser_location<S: Serializer>(l: &Option<StoreLocation>, s: S) -> Result<S::Ok, S::Error> {
+    match l {
+        Some(l) => s.collect_str(l),
+        None => s.serialize_none(),
+    }
+}
+
+fn ser_duration<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    let secs = d.as_secs();
+    let unit = [(86_400, "d"), (3600, "h"), (60, "m")]
+        .into_iter()
+        .find(|(scale, _)| secs > 0 && secs % scale == 0);
+    match unit {
+        Some((scale, name)) => s.collect_str(&format_args!("{}{name}", secs / scale)),
+        None => s.collect_str(&format_args!("{secs}s")),
+    }
+}
+
+fn ser_bytes<S: Serializer>(n: &u64, s: S) -> Result<S::Ok, S::Error> {
+    let unit = [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")]
+        .into_iter()
+        .find(|(scale, _)| *n > 0 && n % scale == 0);
+    match unit {
+        Some((scale, name)) => s.collect_str(&format_args!("{}{name}", n / scale)),
+        None => s.collect_str(&format_args!("{n}B")),
     }
 }
 

@@ -1,73 +1,191 @@
-//! Reading subagent signals out of an update, driven by the [`presets`](super::presets) tables.
+//! Reading subagent signals out of an update, driven by the [presets](super::presets) in force.
+//!
+//! The first group of methods ([`Detector::spawn_tool_name`], [`Detector::parent_ref`], ...)
+//! look at every preset in order, as the engine asks them without knowing which preset a
+//! spawn came from. The second group ([`Detector::spawn`] and the `*_of` methods) answer for
+//! the preset that claimed a spawn, named by a [`PresetId`]; they carry the signals the engine
+//! does not act on yet (progress, end signals, sibling calls, transcripts, replays).
+
+use std::borrow::Cow;
+use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::presets::Preset;
+use super::lines::Transcript;
+use super::preset::{EndRule, Preset};
+use super::spec::{ChildReplay, SiblingContent, SpawnEventKind, TranscriptOn};
+use super::vocab::{first_text, value_text, Source};
 use crate::engine::scan::{Found, Signals};
 
 /// The active presets, plus the byte markers that let the engine skip frames cheaply.
+/// Cheap to clone (the reader thread has its own).
 #[derive(Debug, Clone)]
-pub struct Detector {
+pub struct Detector(Arc<Inner>);
+
+#[derive(Debug)]
+struct Inner {
     presets: Vec<Preset>,
     /// Searchers (built once) for the keys whose presence in a frame means it may name a
     /// parent tool call (`"parentToolUseId"`, ...).
-    markers: Vec<memchr::memmem::Finder<'static>>,
+    parent_finders: Vec<memchr::memmem::Finder<'static>>,
     /// The engine's fixed keys, the parent keys and the strings without which a tool call
     /// cannot be a spawn of any preset, searched in one pass.
     signals: Signals,
     /// Every preset's parent pointer starts at the update's `_meta`.
     parents_under_meta: bool,
+    markers: Markers,
+}
+
+/// The byte markers of the presets in force, by what a frame holding one may be. Every frame
+/// a rule matches holds one of that rule's markers, so a frame with none of a kind cannot be
+/// that kind and may pass unparsed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Markers {
+    /// May name a spawn as a child event's parent (searched by the engine today).
+    pub parent: Vec<String>,
+    /// May start a spawn (searched by the engine today).
+    pub spawn: Vec<String>,
+    /// May end a background child from a frame of its own (Qwen's `backgroundTask`).
+    pub end: Vec<String>,
+    /// May be a sibling call carrying a child's work (AgentPool's `subagent:` box).
+    pub sibling: Vec<String>,
+}
+
+/// Which of a detector's presets (its index among them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PresetId(pub usize);
+
+/// A tool call that starts a subagent, as its preset reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spawn {
+    pub preset: PresetId,
+    /// The tool's name for the client (`_meta.tool_name`).
+    pub tool_name: String,
+    pub title: Option<String>,
+    pub prompt: Option<String>,
+    pub description: Option<String>,
+    /// The child runs in the background: the spawn's completion is only its launch.
+    pub background: bool,
+    /// The agent's own id for the child, if this update carries it.
+    pub agent_child_id: Option<String>,
+    /// What a sibling call of this child names it by.
+    pub sibling_key: Option<String>,
+}
+
+/// How a frame that ends a child says it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EndStatus {
+    Completed,
+    /// Any status not listed as completed or running (the agent's word for it).
+    Failed(String),
+    /// Not an end after all: the child still runs.
+    Running,
+}
+
+/// A frame that ends a (background) child, naming its spawn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndSignal {
+    pub preset: PresetId,
+    /// The spawn's tool call id.
+    pub spawn_id: String,
+    pub status: EndStatus,
+}
+
+/// A tool call beside a spawn that carries a child's work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SiblingCall {
+    pub preset: PresetId,
+    /// To be matched with an open spawn's [`Spawn::sibling_key`].
+    pub key: String,
+    pub content: SiblingContent,
+}
+
+/// Which open spawn a sibling call belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SiblingOwner<'a> {
+    One(&'a str),
+    /// No open spawn has that key: the call stays in the parent.
+    None,
+    /// Several do: no safe attribution, the call stays in the parent.
+    Ambiguous(Vec<&'a str>),
+}
+
+/// A child event carried by an update of the spawn card itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpawnEvent {
+    pub kind: SpawnEventKind,
+    pub title: String,
+}
+
+/// What a standard `subagent_update` announcement lacks, from the preset.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Announce {
+    pub title: Option<String>,
+    pub prompt: Option<String>,
+}
+
+fn owned(t: Option<Cow<'_, str>>) -> Option<String> {
+    t.map(Cow::into_owned)
 }
 
 impl Detector {
     pub fn new(presets: Vec<Preset>) -> Detector {
-        let mut markers: Vec<String> = presets
-            .iter()
-            .flat_map(|p| p.parent_pointers.iter())
-            .filter_map(|ptr| ptr.rsplit('/').next())
-            .map(|key| format!("\"{key}\""))
-            .collect();
-        markers.sort();
-        markers.dedup();
-        let mut spawn_markers: Vec<String> = presets
-            .iter()
-            .flat_map(|p| {
-                p.spawn_tool_names
-                    .iter()
-                    .chain(p.spawn_titles)
-                    .chain(p.spawn_input_keys)
-            })
-            .map(|s| format!("\"{s}\""))
-            .collect();
-        spawn_markers.sort();
-        spawn_markers.dedup();
+        let collect = |f: &dyn Fn(&Preset) -> Vec<String>| {
+            let mut v: Vec<String> = presets.iter().flat_map(f).collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        let markers = Markers {
+            parent: collect(&|p| p.parent_markers().collect()),
+            spawn: collect(&|p| p.spawn_markers().map(str::to_owned).collect()),
+            end: collect(&|p| p.end_markers().map(str::to_owned).collect()),
+            sibling: collect(&|p| p.sibling_markers().map(str::to_owned).collect()),
+        };
         let parents_under_meta = presets
             .iter()
-            .flat_map(|p| p.parent_pointers.iter())
+            .flat_map(|p| p.parent.iter())
             .all(|ptr| ptr.starts_with("/_meta/"));
-        Detector {
+        Detector(Arc::new(Inner {
             parents_under_meta,
-            presets,
-            signals: Signals::new(&markers, &spawn_markers),
-            markers: markers
+            signals: Signals::new(&markers.parent, &markers.spawn),
+            parent_finders: markers
+                .parent
                 .iter()
                 .map(|m| memchr::memmem::Finder::new(m.as_bytes()).into_owned())
                 .collect(),
-        }
+            presets,
+            markers,
+        }))
+    }
+
+    /// The presets in force, in the order they are tried.
+    pub fn presets(&self) -> &[Preset] {
+        &self.0.presets
+    }
+
+    pub fn preset(&self, id: PresetId) -> Option<&Preset> {
+        self.0.presets.get(id.0)
+    }
+
+    /// The byte markers derived from the presets, by kind.
+    pub fn markers(&self) -> &Markers {
+        &self.0.markers
     }
 
     /// Which keys (fixed ones, parent keys, spawn markers) occur in a raw frame: one pass.
     /// A frame without [`kind::SPAWN`](crate::engine::scan::kind::SPAWN) cannot hold a spawn,
     /// one without [`kind::PARENT`](crate::engine::scan::kind::PARENT) names no parent.
     pub fn scan(&self, raw: &[u8]) -> Found {
-        self.signals.scan(raw)
+        self.0.signals.scan(raw)
     }
 
     /// The tool call id of the spawn this child event belongs to, if any preset names one.
     pub fn parent_ref<'v>(&self, update: &'v Value) -> Option<&'v str> {
-        self.presets
+        self.0
+            .presets
             .iter()
-            .flat_map(|p| p.parent_pointers.iter())
+            .flat_map(|p| p.parent.iter())
             .find_map(|ptr| update.pointer(ptr).and_then(Value::as_str))
     }
 
@@ -78,9 +196,13 @@ impl Detector {
     /// When every preset's parent key lives under the update's `_meta` (as all do today), only
     /// `meta` (that object's text, if the update has one) is searched, not the whole update.
     pub fn parent_ref_raw(&self, raw: &str, meta: Option<&str>) -> Option<String> {
-        let raw = if self.parents_under_meta { meta? } else { raw };
+        let raw = if self.0.parents_under_meta {
+            meta?
+        } else {
+            raw
+        };
         let mut found: Option<&str> = None;
-        for finder in &self.markers {
+        for finder in &self.0.parent_finders {
             let key_len = finder.needle().len();
             for pos in finder.find_iter(raw.as_bytes()) {
                 // The key is ASCII: the byte after it starts a character.
@@ -94,81 +216,261 @@ impl Detector {
         found.map(str::to_owned)
     }
 
+    /// The first preset and rule that claim this tool call as a spawn, with its tool name.
+    fn claim(&self, update: &Value) -> Option<(PresetId, String)> {
+        self.0.presets.iter().enumerate().find_map(|(i, p)| {
+            p.spawn.iter().find_map(|s| {
+                if !s.rule.holds(update) {
+                    return None;
+                }
+                let name = match &s.tool_name {
+                    Some(n) => n.clone(),
+                    None => s.rule.when[0].matched_str(update)?.to_owned(),
+                };
+                Some((PresetId(i), name))
+            })
+        })
+    }
+
     /// If this `tool_call` (or first update) starts a subagent: the agent's tool name for it.
     pub fn spawn_tool_name(&self, update: &Value) -> Option<String> {
-        for p in &self.presets {
-            for ptr in p.tool_name_pointers {
-                if let Some(name) = update.pointer(ptr).and_then(Value::as_str) {
-                    if p.spawn_tool_names.contains(&name) {
-                        return Some(name.to_owned());
-                    }
-                }
-            }
-            let title = update.get("title").and_then(Value::as_str);
-            let kind = update.get("kind").and_then(Value::as_str);
-            if let Some(t) = title {
-                if p.spawn_titles.contains(&t) && kind.is_none_or(|k| k == "think") {
-                    return Some(t.to_owned());
-                }
-            }
-            if !p.spawn_input_keys.is_empty() {
-                if let Some(Value::Object(input)) = update.get("rawInput") {
-                    if p.spawn_input_keys.iter().all(|k| input.contains_key(*k)) {
-                        return Some(p.spawn_titles.first().copied().unwrap_or(p.name).to_owned());
-                    }
-                }
-            }
-        }
-        None
+        self.claim(update).map(|(_, name)| name)
+    }
+
+    /// The first text any preset reads with `pick`, borrowed from the update (a source that
+    /// has to build its text is passed over: these are the engine's borrowed fields).
+    fn first_borrowed<'v>(
+        &self,
+        update: &'v Value,
+        pick: fn(&Preset) -> &[Source],
+    ) -> Option<&'v str> {
+        self.0
+            .presets
+            .iter()
+            .flat_map(|p| pick(p).iter())
+            .find_map(|s| match s.text(update) {
+                Some(Cow::Borrowed(t)) => Some(t),
+                _ => None,
+            })
     }
 
     /// The task prompt a spawn carries.
     pub fn prompt<'v>(&self, update: &'v Value) -> Option<&'v str> {
-        self.first_str(update, |p| p.prompt_pointers)
+        self.first_borrowed(update, |p| &p.prompt)
     }
 
     /// A short description of the task (used as the card's title when the agent has none).
     pub fn description<'v>(&self, update: &'v Value) -> Option<&'v str> {
-        self.first_str(update, |p| p.description_pointers)
+        self.first_borrowed(update, |p| &p.title)
     }
 
     /// Whether this spawn update says the child runs in the background.
     pub fn is_background(&self, update: &Value) -> bool {
-        self.presets
-            .iter()
-            .flat_map(|p| p.background_pointers.iter())
-            .any(|ptr| update.pointer(ptr).and_then(Value::as_bool) == Some(true))
-    }
-
-    /// The child's final answer carried by a completed spawn, as plain text.
-    pub fn result_text(&self, update: &Value) -> Option<String> {
-        let from_preset = self
+        self.0
             .presets
             .iter()
-            .flat_map(|p| p.result_pointers.iter())
-            .find_map(|ptr| update.pointer(ptr))
-            .and_then(blocks_text);
-        from_preset.or_else(|| {
-            // Fall back to the tool call's own content: [{type: content, content: {text}}].
-            let items = update.get("content")?.as_array()?;
-            let texts: Vec<&str> = items
-                .iter()
-                .filter_map(|i| i.pointer("/content/text").and_then(Value::as_str))
-                .collect();
-            (!texts.is_empty()).then(|| texts.join("\n"))
+            .flat_map(|p| p.background.iter())
+            .any(|r| r.holds(update))
+    }
+
+    /// The child's final answer carried by a completed spawn, as plain text: a preset's
+    /// `result`, else the tool call's own content.
+    pub fn result_text(&self, update: &Value) -> Option<String> {
+        self.0
+            .presets
+            .iter()
+            .find_map(|p| first_text(&p.result, update))
+            .or_else(|| {
+                update
+                    .get("content")
+                    .and_then(|c| value_text(c, super::spec::Block::All))
+            })
+            .map(Cow::into_owned)
+    }
+
+    // ---- For the preset that claimed a spawn -------------------------------------------
+
+    /// If this tool call starts a subagent: which preset claims it and all it says.
+    pub fn spawn(&self, update: &Value) -> Option<Spawn> {
+        let (id, tool_name) = self.claim(update)?;
+        Some(Spawn {
+            preset: id,
+            tool_name,
+            title: self.title_of(id, update),
+            prompt: self.prompt_of(id, update),
+            description: self.description_of(id, update),
+            background: self.background_of(id, update),
+            agent_child_id: self.agent_child_id_of(id, update),
+            sibling_key: self.sibling_key_of(id, update),
         })
     }
 
-    fn first_str<'v>(
-        &self,
-        update: &'v Value,
-        pick: impl Fn(&Preset) -> &'static [&'static str],
-    ) -> Option<&'v str> {
-        self.presets
+    fn read(&self, id: PresetId, update: &Value, pick: fn(&Preset) -> &[Source]) -> Option<String> {
+        owned(first_text(pick(self.preset(id)?), update))
+    }
+
+    /// The card's title from a spawn update.
+    pub fn title_of(&self, id: PresetId, update: &Value) -> Option<String> {
+        self.read(id, update, |p| &p.title)
+    }
+
+    pub fn prompt_of(&self, id: PresetId, update: &Value) -> Option<String> {
+        self.read(id, update, |p| &p.prompt)
+    }
+
+    pub fn description_of(&self, id: PresetId, update: &Value) -> Option<String> {
+        self.read(id, update, |p| &p.description)
+    }
+
+    /// The child's final answer from a completed spawn update (no fallback to the content).
+    pub fn result_of(&self, id: PresetId, update: &Value) -> Option<String> {
+        self.read(id, update, |p| &p.result)
+    }
+
+    /// The child's live activity from a spawn update, for the card's title while it runs.
+    pub fn progress_of(&self, id: PresetId, update: &Value) -> Option<String> {
+        self.read(id, update, |p| &p.progress)
+    }
+
+    /// The agent's own id for the child.
+    pub fn agent_child_id_of(&self, id: PresetId, update: &Value) -> Option<String> {
+        self.read(id, update, |p| &p.agent_child_id)
+    }
+
+    pub fn background_of(&self, id: PresetId, update: &Value) -> bool {
+        self.preset(id)
+            .is_some_and(|p| p.background.iter().any(|r| r.holds(update)))
+    }
+
+    /// Whether the agent replays the child itself (`session/load` of its child id).
+    pub fn child_replay_of(&self, id: PresetId) -> ChildReplay {
+        self.preset(id)
+            .map_or(ChildReplay::None, |p| p.child_replay)
+    }
+
+    /// Whether unmarked events may be attributed by timing (opt-in per preset).
+    pub fn timing_of(&self, id: PresetId) -> bool {
+        self.preset(id).is_some_and(|p| p.timing)
+    }
+
+    /// What a sibling call of the child this spawn starts names it by.
+    pub fn sibling_key_of(&self, id: PresetId, spawn_update: &Value) -> Option<String> {
+        let p = self.preset(id)?;
+        p.sibling
             .iter()
-            .flat_map(|p| pick(p).iter())
-            .find_map(|ptr| update.pointer(ptr).and_then(Value::as_str))
-            .filter(|s| !s.is_empty())
+            .find_map(|s| first_text(&s.spawn_key, spawn_update))
+            .map(Cow::into_owned)
+    }
+
+    /// A child event carried by this update of the spawn card (Goose's tool requests).
+    pub fn spawn_event_of(&self, id: PresetId, update: &Value) -> Option<SpawnEvent> {
+        self.preset(id)?.spawn_event.iter().find_map(|e| {
+            if !e.rule.holds(update) {
+                return None;
+            }
+            Some(SpawnEvent {
+                kind: e.kind,
+                title: first_text(&e.title, update)?.into_owned(),
+            })
+        })
+    }
+
+    /// Which call carries this preset's folded transcript, if it has one.
+    pub fn transcript_on(&self, id: PresetId) -> Option<TranscriptOn> {
+        self.preset(id)?.transcript.as_ref().map(|g| g.on)
+    }
+
+    /// The folded transcript in this update (of the spawn or the sibling call, as
+    /// [`Detector::transcript_on`] says), taken apart by the preset's grammar.
+    pub fn transcript_of(&self, id: PresetId, update: &Value) -> Option<Transcript> {
+        let g = self.preset(id)?.transcript.as_ref()?;
+        let text = first_text(&g.from, update)?;
+        Some(g.parse(&text))
+    }
+
+    /// Take a transcript text apart with this preset's grammar.
+    pub fn parse_transcript(&self, id: PresetId, text: &str) -> Option<Transcript> {
+        Some(self.preset(id)?.transcript.as_ref()?.parse(text))
+    }
+
+    // ---- Frames that are not the spawn but name it --------------------------------------
+
+    /// A frame that ends a background child: which spawn, and how it ended.
+    pub fn end_signal(&self, update: &Value) -> Option<EndSignal> {
+        self.0.presets.iter().enumerate().find_map(|(i, p)| {
+            p.end
+                .iter()
+                .find_map(|e| end_of(e, update))
+                .map(|(spawn_id, status)| EndSignal {
+                    preset: PresetId(i),
+                    spawn_id,
+                    status,
+                })
+        })
+    }
+
+    /// A tool call (or update) that carries a child's work beside its spawn.
+    pub fn sibling(&self, update: &Value) -> Option<SiblingCall> {
+        self.0.presets.iter().enumerate().find_map(|(i, p)| {
+            p.sibling.iter().find_map(|s| {
+                if !s.rule.holds(update) {
+                    return None;
+                }
+                Some(SiblingCall {
+                    preset: PresetId(i),
+                    key: first_text(&s.key, update)?.into_owned(),
+                    content: s.content,
+                })
+            })
+        })
+    }
+
+    /// The announcement's missing title and prompt, from the first preset that reads one.
+    pub fn announce(&self, update: &Value) -> Announce {
+        let read = |pick: fn(&Preset) -> &[Source]| {
+            self.0
+                .presets
+                .iter()
+                .find_map(|p| first_text(pick(p), update))
+                .map(Cow::into_owned)
+        };
+        Announce {
+            title: read(|p| &p.announce.title),
+            prompt: read(|p| &p.announce.prompt),
+        }
+    }
+}
+
+fn end_of(e: &EndRule, update: &Value) -> Option<(String, EndStatus)> {
+    if !e.rule.holds(update) {
+        return None;
+    }
+    let spawn_id = first_text(&e.spawn_id, update)?.into_owned();
+    let status = match first_text(&e.status, update) {
+        // No status given: the frame's presence is the end.
+        None => EndStatus::Completed,
+        Some(s) if e.completed.iter().any(|c| *c == s) => EndStatus::Completed,
+        Some(s) if e.running.iter().any(|c| *c == s) => EndStatus::Running,
+        Some(s) => EndStatus::Failed(s.into_owned()),
+    };
+    Some((spawn_id, status))
+}
+
+/// Which of the open spawns a sibling call with `key` belongs to: the only one whose
+/// [`Spawn::sibling_key`] equals it. `open` lists (spawn tool call id, its sibling key).
+pub fn sibling_owner<'a>(
+    key: &str,
+    open: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+) -> SiblingOwner<'a> {
+    let hits: Vec<&str> = open
+        .into_iter()
+        .filter(|(_, k)| *k == Some(key))
+        .map(|(id, _)| id)
+        .collect();
+    match hits.as_slice() {
+        [] => SiblingOwner::None,
+        [one] => SiblingOwner::One(one),
+        _ => SiblingOwner::Ambiguous(hits),
     }
 }
 
@@ -188,72 +490,5 @@ pub(crate) fn string_after_key_bytes(rest: &[u8]) -> Option<&[u8]> {
     memchr::memchr(b'\\', value).is_none().then_some(value)
 }
 
-/// Text of an array of content blocks (`[{type: "text", text}]`), or of a single string.
-fn blocks_text(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Array(items) => {
-            let texts: Vec<&str> = items
-                .iter()
-                .filter_map(|b| b.get("text").and_then(Value::as_str))
-                .collect();
-            (!texts.is_empty()).then(|| texts.join("\n"))
-        }
-        _ => None,
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::engine::scan::kind;
-    use crate::subagents::presets::ALL;
-    use serde_json::json;
-
-    #[test]
-    fn recognises_claude_spawn_and_child_events() {
-        let d = Detector::new(ALL.to_vec());
-        let spawn = json!({"sessionUpdate":"tool_call","toolCallId":"t","title":"Task","kind":"think",
-            "rawInput":{},"_meta":{"claudeCode":{"toolName":"Agent"}}});
-        assert_eq!(d.spawn_tool_name(&spawn).as_deref(), Some("Agent"));
-        let child = json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"Find",
-            "_meta":{"claudeCode":{"toolName":"Glob","parentToolUseId":"t"}}});
-        assert_eq!(d.spawn_tool_name(&child), None);
-        assert_eq!(d.parent_ref(&child), Some("t"));
-        let meta = child["_meta"].to_string();
-        let text = child.to_string();
-        assert_eq!(d.parent_ref_raw(&text, Some(&meta)).as_deref(), Some("t"));
-        assert_eq!(d.parent_ref_raw(&text, None), None, "no _meta, no parent");
-        let spaced = r#"{"claudeCode": {"parentToolUseId" : "t9"}}"#;
-        assert_eq!(d.parent_ref_raw("", Some(spaced)).as_deref(), Some("t9"));
-        let two = r#"{"parentToolCallId":"a","claudeCode":{"parentToolUseId":"b"}}"#;
-        assert_eq!(
-            d.parent_ref_raw("", Some(two)),
-            None,
-            "ambiguous: parse instead"
-        );
-        assert!(d.scan(child.to_string().as_bytes()).has(kind::PARENT));
-        assert!(!d.scan(spawn.to_string().as_bytes()).has(kind::PARENT));
-        assert!(d.scan(spawn.to_string().as_bytes()).has(kind::SPAWN));
-        let read =
-            json!({"sessionUpdate":"tool_call","toolCallId":"r","title":"Read","kind":"read"});
-        assert!(!d.scan(read.to_string().as_bytes()).has(kind::SPAWN));
-    }
-
-    #[test]
-    fn recognises_opencode_and_qwen_shapes() {
-        let d = Detector::new(ALL.to_vec());
-        let oc = json!({"sessionUpdate":"tool_call","toolCallId":"t","title":"task","kind":"think","rawInput":{}});
-        assert_eq!(d.spawn_tool_name(&oc).as_deref(), Some("task"));
-        let oc2 = json!({"sessionUpdate":"tool_call","toolCallId":"t","title":"Explore",
-            "rawInput":{"description":"d","prompt":"p","subagent_type":"explore"}});
-        assert!(d.spawn_tool_name(&oc2).is_some());
-        assert_eq!(d.prompt(&oc2), Some("p"));
-        let qwen =
-            json!({"sessionUpdate":"tool_call","toolCallId":"c","_meta":{"parentToolCallId":"t"}});
-        assert_eq!(d.parent_ref(&qwen), Some("t"));
-        let plain =
-            json!({"sessionUpdate":"tool_call","toolCallId":"x","title":"Read file","kind":"read"});
-        assert_eq!(d.spawn_tool_name(&plain), None);
-    }
-}
+mod tests;

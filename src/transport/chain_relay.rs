@@ -30,6 +30,8 @@ pub struct ChainParts<R> {
     pub writer: JoinHandle<std::io::Result<()>>,
     pub dump: Option<Dump>,
     pub store: Option<Store>,
+    /// The agent command given on the command line, which a chain link does not run.
+    pub ignored_agent: Option<Vec<String>>,
 }
 
 /// Run as a chain link until the conductor closes the connection. Exit status: 0, or
@@ -46,11 +48,21 @@ where
         writer,
         dump,
         store,
+        ignored_agent,
     } = parts;
-    tracing::info!(
-        ?dialect,
-        "started by a conductor: running as a proxy-chain link"
-    );
+    match ignored_agent {
+        Some(command) => tracing::warn!(
+            ?dialect,
+            "started by a conductor: running as a proxy-chain link; the conductor runs the \
+             agent, so the agent command given after `--` ({}) is not started",
+            crate::redact::redact_command(&command).join(" ")
+        ),
+        None => tracing::info!(
+            ?dialect,
+            "started by a conductor: running as a proxy-chain link; the conductor runs the \
+             agent, this process starts none"
+        ),
+    }
     let mut chain = Chain::new(dialect);
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigterm = signal(SignalKind::terminate())?;

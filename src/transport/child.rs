@@ -2,11 +2,19 @@
 //!
 //! Agents are often `npx`/`uvx` wrappers around the real process, so every signal goes to the
 //! whole group, not just the pid we spawned.
+//!
+//! Should the proxy die without stopping the agent (SIGKILL, a crash), two things stop it
+//! (docs/lifecycle.md): the agent gets SIGTERM from the kernel as its parent dies
+//! (`PR_SET_PDEATHSIG`), and an [`agent_guardian`](super::agent_guardian) process stops the
+//! whole group, SIGKILL included.
 
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+
+use crate::config::ShutdownConfig;
+use crate::transport::agent_guardian::Guardian;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
@@ -29,10 +37,13 @@ pub struct Agent {
     pub stderr: ChildStderr,
     /// Process group id (= the child's pid, since it leads its own group).
     pub pgid: i32,
+    /// Stops the group if the proxy dies; told to stand down once the proxy has stopped it.
+    /// None if it could not be started (a warning says so).
+    pub guardian: Option<Guardian>,
 }
 
 impl Agent {
-    pub fn spawn(command: &[String]) -> Result<Agent, SpawnError> {
+    pub fn spawn(command: &[String], shutdown: &ShutdownConfig) -> Result<Agent, SpawnError> {
         let (program, args) = command.split_first().ok_or(SpawnError::Empty)?;
         let mut cmd = Command::new(program);
         cmd.args(args)
@@ -41,6 +52,7 @@ impl Agent {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(false);
+        term_when_parent_dies(&mut cmd);
         let mut child = cmd.spawn().map_err(|source| SpawnError::Io {
             program: program.clone(),
             source,
@@ -54,14 +66,60 @@ impl Agent {
         crate::transport::pipe::enlarge(std::os::fd::AsFd::as_fd(&stdout));
         let stderr = child.stderr.take().ok_or_else(|| missing("stderr"))?;
         let pgid = child.id().map(|p| p as i32).unwrap_or(0);
+        let guardian = match Guardian::start(pgid, shutdown) {
+            Ok(g) => Some(g),
+            Err(e) => {
+                tracing::warn!(
+                    "cannot start the agent's guardian: {e}; should acp-proxy be killed, \
+                     processes the agent started may outlive it"
+                );
+                None
+            }
+        };
         Ok(Agent {
             child,
             stdin,
             stdout,
             stderr,
             pgid,
+            guardian,
         })
     }
+}
+
+/// Ask the kernel to send the agent SIGTERM when the proxy dies (`PR_SET_PDEATHSIG`).
+///
+/// SIGTERM rather than SIGKILL: editors kill agent servers as their normal way to stop them,
+/// and the agent should get to exit cleanly; the guardian sends SIGKILL if it does not.
+/// The signal is tied to the *thread* that forks, not the process: it fires when that thread
+/// exits. A tokio blocking-pool thread exits after some idle seconds, which would kill a
+/// healthy agent, so it is only set when forking from the main thread (as the relay does: it
+/// runs on a current-thread runtime in `main`), which lives as long as the process.
+fn term_when_parent_dies(cmd: &mut Command) {
+    #[cfg(target_os = "linux")]
+    {
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: gettid has no preconditions.
+        if unsafe { libc::gettid() } != parent {
+            tracing::debug!("agent spawned off the main thread: no parent-death signal");
+            return;
+        }
+        // SAFETY: the closure only makes async-signal-safe calls (prctl, getppid).
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // Had the proxy died before the prctl, no signal would ever come.
+                if libc::getppid() != parent {
+                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+                }
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cmd;
 }
 
 /// Send a signal to a whole process group. Returns false if the group no longer exists.

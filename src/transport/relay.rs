@@ -41,6 +41,8 @@ const NO_AGENT_WAIT: Duration = Duration::from_secs(10);
 
 pub struct RelayOptions {
     pub agent_command: Vec<String>,
+    /// `agent_command` is the built-in demo agent: none was given.
+    pub demo_agent: bool,
     pub max_frame_bytes: usize,
     pub shutdown: ShutdownConfig,
     pub dump: Option<Dump>,
@@ -103,13 +105,17 @@ where
                 writer: client_writer,
                 dump,
                 store,
+                ignored_agent: (!opts.demo_agent).then_some(opts.agent_command),
             };
             return chain_relay::run(parts, engine).await;
         }
     }
     let mut pending_first = Some(first);
 
-    let agent = match Agent::spawn(&opts.agent_command) {
+    if opts.demo_agent {
+        tracing::info!("no agent command given: using the built-in demo agent");
+    }
+    let agent = match Agent::spawn(&opts.agent_command, &opts.shutdown) {
         Ok(agent) => agent,
         Err(err) => {
             let code = exit_code_for_spawn_error(&err);
@@ -139,6 +145,7 @@ where
         stdout,
         stderr,
         pgid,
+        guardian,
     } = agent;
     let shown = crate::redact::redact_command(&opts.agent_command);
     tracing::info!(pid = pgid, command = ?shown, "agent started");
@@ -310,6 +317,10 @@ where
             .await?
         }
     };
+    // The group is stopped: the guardian has nothing left to do.
+    if let Some(g) = guardian {
+        g.stand_down().await;
+    }
     let _ = agent_writer.await;
     drain_stderr(&mut agent_err, &mut agent_log, &dump, stderr_eof).await;
     let stderr_tail = agent_log.finish().await;

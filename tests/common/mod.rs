@@ -69,7 +69,7 @@ pub struct Proxy {
 }
 
 impl Proxy {
-    /// Start `acp-proxy [proxy_args] -- agent...` in `cwd` (so no stray ./proxy.toml is read).
+    /// Start `acp-proxy [proxy_args] -- agent...` in `cwd`.
     pub fn start(cwd: &Path, proxy_args: &[&str], agent: &[String]) -> Proxy {
         Proxy::start_with_env(cwd, proxy_args, agent, &[])
     }
@@ -81,11 +81,24 @@ impl Proxy {
         agent: &[String],
         envs: &[(&str, &Path)],
     ) -> Proxy {
-        let mut cmd = Command::new(BIN);
-        // The child-transcript store defaults under $XDG_STATE_HOME: keep it in the test dir
-        // (a test may point it elsewhere through `envs`).
+        // `ACP_PROXY_WRAPPER="valgrind --tool=massif ..."` runs the proxy under a profiler
+        // (used with the soak, scripts/soak.sh).
+        let wrapper = std::env::var("ACP_PROXY_WRAPPER").unwrap_or_default();
+        let mut wrapper = wrapper.split_whitespace();
+        let mut cmd = match wrapper.next() {
+            Some(program) => {
+                let mut cmd = Command::new(program);
+                cmd.args(wrapper).arg(BIN);
+                cmd
+            }
+            None => Command::new(BIN),
+        };
+        // The child-transcript store defaults under $XDG_STATE_HOME, the config under
+        // $XDG_CONFIG_HOME: keep both in the test dir (a test may point them elsewhere
+        // through `envs`).
         cmd.current_dir(cwd)
             .env("XDG_STATE_HOME", cwd.join("state"))
+            .env("XDG_CONFIG_HOME", cwd.join("config"))
             .args(proxy_args);
         cmd.envs(envs.iter().map(|(k, v)| (*k, *v)));
         if !agent.is_empty() {

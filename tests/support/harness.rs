@@ -8,7 +8,7 @@ use acp_proxy::store::{Store, StoreConfig, StoreLocation, StoreOp, StoredChild};
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::zed_model::ZedModel;
+use super::zed_model::{ZedModel, ZedRules};
 
 /// The real store, in memory: what a "restart" (a new engine over the same store) finds.
 #[derive(Clone)]
@@ -109,6 +109,13 @@ impl Harness {
             display: acp_proxy::config::Display::Zed,
             ..EngineConfig::default()
         })
+    }
+
+    /// Zed mode, judged by the given Zed.
+    pub fn zed_under(rules: ZedRules) -> Harness {
+        let mut h = Harness::zed();
+        h.zed = ZedModel::new(rules);
+        h
     }
 
     /// The client (Zed) sends a message.

@@ -28,15 +28,14 @@ class Request:
 
 
 class Reply:
-    """What to send back: a JSON body, or a list of server-sent events."""
+    """What to send back: a JSON body, or a list of server-sent events; `delay` seconds
+    before answering (a slow model: other requests are served meanwhile)."""
 
-    def __init__(self, status=200, body=None, events=None, headers=None, delay=0.0):
+    def __init__(self, status=200, body=None, events=None, headers=None, delay=0):
         self.status = status
         self.body = body
         self.events = events
         self.headers = headers or {}
-        # Seconds to wait before answering, without holding up other requests (e.g. a
-        # background child that must still be working when the main agent's turn ends).
         self.delay = delay
 
     @staticmethod
@@ -80,7 +79,7 @@ def serve(handle, port_file, log_name="stand-in"):
                 print(f"{log_name}: {self.command} {self.path}: {e!r}", file=sys.stderr)
                 reply = Reply.json({"error": {"message": repr(e)}}, status=500)
             print(f"{log_name}: {self.command} {self.path} -> {reply.status}", file=sys.stderr)
-            if getattr(reply, "delay", 0):
+            if reply.delay:
                 time.sleep(reply.delay)
             if reply.events is not None:
                 self.send_response(reply.status)

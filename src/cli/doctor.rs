@@ -1,0 +1,455 @@
+//! `acp-proxy doctor -- <agent command>`: start the agent once as the proxy would for Zed
+//! (Zed's `initialize`, through the proxy's own engine), and report what decides whether Zed
+//! shows its subagents: the agent's identity and protocol version, `loadSession`, how its
+//! subagents are recognised, the display flavour, and where the store, dump and config are.
+
+mod places;
+mod probe;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::Value;
+
+use acp_proxy::config::{Config, Display};
+use acp_proxy::engine::Mode;
+use acp_proxy::store::{self, StoreLocation};
+use acp_proxy::subagents::select::AgentInfo;
+
+use super::agents::{self, KnownAgent};
+use super::{absolute, shell_line};
+use probe::Outcome;
+
+#[derive(clap::Args, Debug)]
+pub struct DoctorArgs {
+    /// A known agent instead of a command (see `acp-proxy setup zed --list`).
+    #[arg(long, value_name = "NAME", conflicts_with = "command")]
+    agent: Option<String>,
+    /// How long the agent may take to answer `initialize` (npx may download it first):
+    /// seconds, or a number followed by s, m or h.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = store::parse_duration)]
+    timeout: Duration,
+    /// The agent to check, after `--`: e.g. `-- npx @agentclientprotocol/claude-agent-acp`.
+    #[arg(last = true, value_name = "AGENT COMMAND")]
+    command: Vec<String>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Ok,
+    Info,
+    Warn,
+    Fail,
+}
+
+/// The report, printed as it goes (starting an agent can take a while).
+#[derive(Default)]
+struct Report {
+    problems: usize,
+    warnings: usize,
+}
+
+impl Report {
+    fn line(&mut self, level: Level, what: &str, text: impl AsRef<str>) {
+        let tag = match level {
+            Level::Ok => "ok",
+            Level::Info => "info",
+            Level::Warn => {
+                self.warnings += 1;
+                "warn"
+            }
+            Level::Fail => {
+                self.problems += 1;
+                "FAIL"
+            }
+        };
+        let mut lines = text.as_ref().lines();
+        say!("  {tag:<5} {what}: {}", lines.next().unwrap_or(""));
+        for more in lines {
+            self.detail(more);
+        }
+    }
+
+    fn fix(&self, text: impl AsRef<str>) {
+        say!("        fix: {}", text.as_ref());
+    }
+
+    fn detail(&self, text: impl AsRef<str>) {
+        say!("        {}", text.as_ref());
+    }
+}
+
+/// Global flags that change the proxy's settings.
+pub struct Overrides<'a> {
+    pub config: Option<&'a Path>,
+    pub store: Option<StoreLocation>,
+}
+
+pub fn run(args: DoctorArgs, overrides: Overrides<'_>) -> anyhow::Result<i32> {
+    let (known, command) = match &args.agent {
+        Some(name) => {
+            let a = agents::by_name(name)
+                .with_context(|| format!("unknown agent `{name}` (known: {})", agents::ids()))?;
+            (Some(a), a.command.clone())
+        }
+        None if args.command.is_empty() => anyhow::bail!(
+            "give the agent to check after `--` (e.g. `acp-proxy doctor -- npx \
+             @agentclientprotocol/claude-agent-acp`), or `--agent NAME` ({})",
+            agents::ids()
+        ),
+        None => (agents::by_command(&args.command), args.command.clone()),
+    };
+    say!("acp-proxy doctor: {}", shell_line(&command));
+    let setup_args = match &args.agent {
+        Some(_) => format!("--agent {}", known.map_or("", |a| a.id.as_str())),
+        None => format!("-- {}", shell_line(&command)),
+    };
+    let mut report = Report::default();
+    let Some(cfg) = check_config(&mut report, overrides) else {
+        return Ok(finish(&report, &setup_args));
+    };
+    if let Some(program) = check_program(&mut report, known, &command) {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the async runtime")?;
+        let outcome = runtime.block_on(probe::initialize(&cfg, &command, args.timeout));
+        runtime.shutdown_background();
+        report_agent(&mut report, &cfg, known, &program, outcome);
+    }
+    places::report_store_and_dump(&mut report, &cfg);
+    Ok(finish(&report, &setup_args))
+}
+
+/// `setup zed` arguments for the same agent: `--agent NAME` when it was named, else its command.
+fn finish(report: &Report, setup_args: &str) -> i32 {
+    say!("");
+    if report.problems > 0 {
+        say!(
+            "{} problem{} found: Zed cannot use this agent until {} fixed.",
+            report.problems,
+            if report.problems == 1 { "" } else { "s" },
+            if report.problems == 1 {
+                "it is"
+            } else {
+                "they are"
+            }
+        );
+        return 1;
+    }
+    let warned = match report.warnings {
+        0 => String::new(),
+        1 => " (with 1 warning above)".to_owned(),
+        n => format!(" (with {n} warnings above)"),
+    };
+    say!("Ready for Zed{warned}. Add it with: acp-proxy setup zed --write {setup_args}");
+    0
+}
+
+fn check_config(report: &mut Report, overrides: Overrides<'_>) -> Option<Config> {
+    let file = Config::file_in_effect(overrides.config);
+    let shown = file
+        .as_deref()
+        .map(|p| absolute(p).map_or_else(|_| p.display().to_string(), |a| a.display().to_string()));
+    match Config::load(overrides.config) {
+        Ok(mut cfg) => {
+            match shown {
+                Some(p) => report.line(Level::Ok, "config", p),
+                None => report.line(Level::Ok, "config", "none, built-in defaults"),
+            }
+            if let Some(location) = overrides.store {
+                cfg.store.location = Some(location);
+            }
+            Some(cfg)
+        }
+        Err(e) => {
+            report.line(Level::Fail, "config", e.to_string());
+            report.fix("correct the file; `acp-proxy check-config PATH` checks it");
+            None
+        }
+    }
+}
+
+/// The program's path, or `None` (reported) when it cannot be found.
+fn check_program(
+    report: &mut Report,
+    known: Option<&KnownAgent>,
+    command: &[String],
+) -> Option<PathBuf> {
+    let program = command.first()?;
+    match agents::find_program(program) {
+        Some(path) => {
+            report.line(Level::Ok, "agent program", path.display().to_string());
+            Some(path)
+        }
+        None => {
+            let where_ = if program.contains('/') {
+                "does not exist or is not executable"
+            } else {
+                "is not on PATH"
+            };
+            report.line(
+                Level::Fail,
+                "agent program",
+                format!("`{program}` {where_}"),
+            );
+            match known {
+                Some(a) => report.fix(&a.install),
+                None => report.fix("install the agent, or give the full path to its program"),
+            }
+            None
+        }
+    }
+}
+
+fn report_agent(
+    report: &mut Report,
+    cfg: &Config,
+    known: Option<&KnownAgent>,
+    program: &Path,
+    outcome: Outcome,
+) {
+    let show_stderr = |report: &Report, stderr: &[String]| {
+        if stderr.is_empty() {
+            report.detail("(nothing on its stderr)");
+        } else {
+            report.detail("its stderr ended with:");
+            for l in stderr {
+                report.detail(format!("  {l}"));
+            }
+        }
+    };
+    let show_noise = |report: &mut Report, noise: &Option<String>| {
+        if let Some(n) = noise {
+            report.line(
+                Level::Warn,
+                "stdout",
+                format!("the agent wrote something that is not JSON-RPC: {n:?}"),
+            );
+            report.fix("stdout must carry protocol messages only: send logs to stderr");
+        }
+    };
+    let (response, elapsed, mode) = match outcome {
+        Outcome::SpawnFailed(e) => {
+            report.line(Level::Fail, "agent", e);
+            report.fix(format!("check that {} can be run", program.display()));
+            return;
+        }
+        Outcome::Ended {
+            status,
+            stderr,
+            noise,
+        } => {
+            report.line(
+                Level::Fail,
+                "agent",
+                format!("ended without answering `initialize` ({status})"),
+            );
+            show_stderr(report, &stderr);
+            report.fix(
+                "run the command in a terminal to see why it stops; an ACP agent reads JSON-RPC \
+                 on stdin (some need an option such as --acp)",
+            );
+            show_noise(report, &noise);
+            return;
+        }
+        Outcome::TimedOut { stderr, noise } => {
+            report.line(
+                Level::Fail,
+                "agent",
+                "no answer to `initialize` in time (stopped it)",
+            );
+            show_stderr(report, &stderr);
+            report.fix(
+                "check that the command starts an ACP agent on stdin/stdout (some need an option \
+                 such as --acp); a first `npx` run may need longer: --timeout 5m",
+            );
+            show_noise(report, &noise);
+            return;
+        }
+        Outcome::Answered {
+            response,
+            elapsed,
+            mode,
+            noise,
+        } => {
+            show_noise(report, &noise);
+            (response, elapsed, mode)
+        }
+    };
+    if let Some(err) = response.get("error") {
+        let message = err.get("message").and_then(Value::as_str).unwrap_or("");
+        report.line(
+            Level::Fail,
+            "agent",
+            format!("answered `initialize` with an error: {message} ({err})"),
+        );
+        report.fix("see the agent's own documentation for this error");
+        return;
+    }
+    let result = response.get("result").cloned().unwrap_or(Value::Null);
+    let info = result.get("agentInfo");
+    let text = |v: Option<&Value>, key: &str| {
+        v.and_then(|i| i.get(key))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let name = text(info, "name");
+    let secs = format!("answered in {:.1} s", elapsed.as_secs_f64());
+    match (&name, text(info, "version")) {
+        (Some(n), Some(v)) => {
+            let title = text(info, "title")
+                .map(|t| format!(" (\"{t}\")"))
+                .unwrap_or_default();
+            report.line(Level::Ok, "agent", format!("{n} {v}{title}, {secs}"));
+        }
+        (Some(n), None) => report.line(
+            Level::Ok,
+            "agent",
+            format!("{n} (no version given), {secs}"),
+        ),
+        (None, _) => report.line(
+            Level::Warn,
+            "agent",
+            format!("no `agentInfo` in its answer: its name and version are unknown; {secs}"),
+        ),
+    }
+    match result.get("protocolVersion").and_then(Value::as_u64) {
+        Some(1) => report.line(Level::Ok, "protocol version", "1"),
+        other => {
+            let v = other.map_or_else(|| "missing".to_owned(), |v| v.to_string());
+            report.line(
+                Level::Fail,
+                "protocol version",
+                format!("{v}: Zed and acp-proxy speak ACP version 1"),
+            );
+            report.fix("use a version of the agent that speaks ACP v1");
+        }
+    }
+    let caps = result.get("agentCapabilities");
+    if caps
+        .and_then(|c| c.get("loadSession"))
+        .and_then(Value::as_bool)
+        == Some(true)
+    {
+        report.line(
+            Level::Ok,
+            "loadSession",
+            "yes: Zed can reopen its threads, and the subagents' threads with them",
+        );
+    } else {
+        report.line(
+            Level::Warn,
+            "loadSession",
+            "no: Zed cannot reopen its threads from history, so a subagent's thread does not \
+             open after Zed restarts (its card still shows live)",
+        );
+        report.fix("use a version of the agent that supports session/load");
+    }
+    let family = name.as_deref().and_then(agents::by_agent_info).or(known);
+    let advertises = caps
+        .and_then(|c| c.pointer("/sessionCapabilities/subagents"))
+        .is_some();
+    let agent = name.as_ref().map(|n| AgentInfo {
+        name: n.clone(),
+        version: text(info, "version"),
+    });
+    report_subagents(report, cfg, agent.as_ref(), family, advertises);
+    report_flavour(report, cfg, mode);
+}
+
+fn report_subagents(
+    report: &mut Report,
+    cfg: &Config,
+    agent: Option<&AgentInfo>,
+    family: Option<&KnownAgent>,
+    advertises: bool,
+) {
+    let standard = advertises || family.is_some_and(|f| f.standard);
+    if standard {
+        report.line(
+            Level::Ok,
+            "subagents",
+            if advertises {
+                "standard ACP subagents (it advertises them)"
+            } else {
+                "standard ACP subagents"
+            },
+        );
+    }
+    // The same choice the proxy makes when the agent answers `initialize`.
+    let selection = cfg.subagents.choice().choose(agent);
+    let named = selection.presets.iter().any(|p| {
+        agent.is_some_and(|a| {
+            p.agents
+                .iter()
+                .any(|n| n.name.eq_ignore_ascii_case(&a.name))
+        })
+    });
+    let level = if named || standard || cfg.subagents.presets.is_some() {
+        Level::Ok
+    } else {
+        Level::Info
+    };
+    report.line(level, "presets", selection.reason);
+    if standard && !cfg.zed.opt_in {
+        report.line(
+            Level::Warn,
+            "subagents",
+            "`[zed] opt_in = false`: the agent is not asked for standard subagents on Zed's behalf",
+        );
+        report.fix("set `opt_in = true` under [zed]");
+    }
+    if let Some(note) = family.and_then(|f| f.note.as_deref()) {
+        report.detail(note);
+    }
+}
+
+fn report_flavour(report: &mut Report, cfg: &Config, mode: Option<Mode>) {
+    let display = match cfg.display {
+        Display::Auto => "auto",
+        Display::Zed => "zed",
+        Display::Acp => "acp",
+        Display::Transcript => "transcript",
+        Display::Off => "off",
+    };
+    let setting = format!("display = \"{display}\"");
+    match mode {
+        Some(Mode::Zed) => report.line(
+            Level::Ok,
+            "Zed gets",
+            format!("subagent cards with child threads served by the proxy ({setting})"),
+        ),
+        Some(Mode::Transcript) => report.line(
+            Level::Info,
+            "Zed gets",
+            format!(
+                "each subagent's work folded into its spawn card, no child threads ({setting})"
+            ),
+        ),
+        Some(Mode::Acp) => {
+            report.line(
+                Level::Warn,
+                "Zed gets",
+                format!(
+                    "standard ACP subagent updates as they are ({setting}): Zed 1.18 rejects them"
+                ),
+            );
+            report.fix("set display = \"auto\" (or \"zed\") in the config");
+        }
+        Some(Mode::Off) => {
+            report.line(
+                Level::Warn,
+                "Zed gets",
+                format!("the agent's traffic unchanged, no subagent cards ({setting})"),
+            );
+            report.fix("set display = \"auto\" in the config");
+        }
+        None => report.line(
+            Level::Warn,
+            "Zed gets",
+            "undecided (the engine saw no initialize)",
+        ),
+    }
+}

@@ -1,0 +1,324 @@
+//! Zed's `settings.json`: where it is, and merging an `agent_servers` entry into it.
+//!
+//! The file is JSON with comments and trailing commas, kept by hand. It is edited through a
+//! concrete syntax tree that holds every comment and blank, so only the entry's own text
+//! changes; everything else the user wrote stays byte for byte.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use jsonc_parser::cst::{CstInputValue, CstObject, CstRootNode};
+use jsonc_parser::ParseOptions;
+use serde_json::Value;
+
+/// Zed's user settings file, as Zed's `paths` crate finds it: on Linux
+/// `$FLATPAK_XDG_CONFIG_HOME/zed/settings.json` inside a Flatpak, else
+/// `$XDG_CONFIG_HOME/zed/settings.json` (an absolute value only), else
+/// `~/.config/zed/settings.json`; on macOS always `~/.config/zed/settings.json`.
+pub fn default_path() -> Option<PathBuf> {
+    let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+    path_from(
+        cfg!(target_os = "linux"),
+        var("FLATPAK_XDG_CONFIG_HOME"),
+        var("XDG_CONFIG_HOME"),
+        var("HOME"),
+    )
+}
+
+fn path_from(
+    linux: bool,
+    flatpak_config: Option<OsString>,
+    xdg_config: Option<OsString>,
+    home: Option<OsString>,
+) -> Option<PathBuf> {
+    let home_config = || home.map(|h| PathBuf::from(h).join(".config"));
+    let config = if linux {
+        flatpak_config
+            .map(PathBuf::from)
+            .or_else(|| xdg_config.map(PathBuf::from).filter(|p| p.is_absolute()))
+            .or_else(home_config)?
+    } else {
+        home_config()?
+    };
+    Some(config.join("zed").join("settings.json"))
+}
+
+/// What a merge found or did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Merge {
+    /// The entry was there already (under this name): nothing to write.
+    Unchanged { name: String },
+    /// A new entry.
+    Added,
+    /// An entry of this name existed; these of its keys were set, the others kept.
+    Updated { keys: Vec<String> },
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum MergeError {
+    #[error("it is not valid JSON with comments: {0}")]
+    Parse(String),
+    #[error("its top level is not an object")]
+    RootNotObject,
+    #[error("its `agent_servers` is not an object")]
+    ServersNotObject,
+    #[error("its `agent_servers` entry `{0}` is not an object")]
+    EntryNotObject(String),
+}
+
+/// What Zed accepts (its parser takes comments, trailing commas and the `\v` / `\x` escapes):
+/// anything looser is refused rather than guessed at.
+fn parse_options() -> ParseOptions {
+    ParseOptions {
+        allow_comments: true,
+        allow_trailing_commas: true,
+        allow_extended_string_escapes: true,
+        allow_loose_object_property_names: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        allow_bare_decimal_point_numbers: false,
+        allow_non_finite_numbers: false,
+    }
+}
+
+/// The keys of an entry the proxy owns; any other key of an existing entry is the user's.
+const OWNED_KEYS: [&str; 3] = ["type", "command", "args"];
+
+/// Merge `agent_servers.<name> = entry` into `text` (a settings file's contents; empty for a
+/// new file). Returns what happened and, unless nothing changed, the new text.
+///
+/// An existing entry of that name gets the proxy's keys (`type`, `command`, `args`) set and
+/// keeps the others (`env`, `default_model`, ...). An entry under another name that already has
+/// the same `type`, `command` and `args` counts as done.
+pub fn merge(text: &str, name: &str, entry: &Value) -> Result<(Merge, Option<String>), MergeError> {
+    let root =
+        CstRootNode::parse(text, &parse_options()).map_err(|e| MergeError::Parse(e.to_string()))?;
+    if root.value().is_some() && root.object_value().is_none() {
+        return Err(MergeError::RootNotObject);
+    }
+    let top = root.object_value_or_set();
+    let servers = match top.get("agent_servers") {
+        None => None,
+        Some(prop) => Some(prop.object_value().ok_or(MergeError::ServersNotObject)?),
+    };
+    let Some(servers) = servers else {
+        top.append("agent_servers", to_cst(&serde_json::json!({ name: entry })));
+        return Ok((Merge::Added, Some(finish(&root, text))));
+    };
+    let Some(existing) = servers.get(name) else {
+        if let Some(other) = same_command_elsewhere(&servers, entry) {
+            return Ok((Merge::Unchanged { name: other }, None));
+        }
+        servers.append(name, to_cst(entry));
+        return Ok((Merge::Added, Some(finish(&root, text))));
+    };
+    let existing = existing
+        .object_value()
+        .ok_or_else(|| MergeError::EntryNotObject(name.to_owned()))?;
+    let mut keys = Vec::new();
+    for key in OWNED_KEYS {
+        let Some(want) = entry.get(key) else { continue };
+        match existing.get(key) {
+            Some(prop) if prop.value().and_then(|v| v.to_serde_value()).as_ref() == Some(want) => {}
+            Some(prop) => {
+                prop.set_value(to_cst(want));
+                keys.push(key.to_owned());
+            }
+            None => {
+                existing.append(key, to_cst(want));
+                keys.push(key.to_owned());
+            }
+        }
+    }
+    if keys.is_empty() {
+        return Ok((
+            Merge::Unchanged {
+                name: name.to_owned(),
+            },
+            None,
+        ));
+    }
+    // Keys the entry brings that the user's entry lacks (`env`), without touching theirs.
+    if let Some(obj) = entry.as_object() {
+        for (key, value) in obj {
+            if !OWNED_KEYS.contains(&key.as_str()) && existing.get(key).is_none() {
+                existing.append(key, to_cst(value));
+            }
+        }
+    }
+    Ok((Merge::Updated { keys }, Some(finish(&root, text))))
+}
+
+/// The name of another entry with the same type, command and args, if any.
+fn same_command_elsewhere(servers: &CstObject, entry: &Value) -> Option<String> {
+    servers.properties().into_iter().find_map(|prop| {
+        let value = prop.value()?.to_serde_value()?;
+        let same = OWNED_KEYS.iter().all(|k| value.get(*k) == entry.get(*k));
+        same.then(|| prop.name()?.decoded_value().ok()).flatten()
+    })
+}
+
+/// The edited text, ending with a newline when the original did (or was empty).
+fn finish(root: &CstRootNode, original: &str) -> String {
+    let mut out = root.to_string();
+    if (original.trim().is_empty() || original.ends_with('\n')) && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out
+}
+
+fn to_cst(value: &Value) -> CstInputValue {
+    match value {
+        Value::Null => CstInputValue::Null,
+        Value::Bool(b) => CstInputValue::Bool(*b),
+        Value::Number(n) => CstInputValue::Number(n.to_string()),
+        Value::String(s) => CstInputValue::String(s.clone()),
+        Value::Array(items) => CstInputValue::Array(items.iter().map(to_cst).collect()),
+        Value::Object(map) => {
+            CstInputValue::Object(map.iter().map(|(k, v)| (k.clone(), to_cst(v))).collect())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn entry() -> Value {
+        json!({
+            "type": "custom",
+            "command": "/opt/acp-proxy",
+            "args": ["--", "npx", "@agentclientprotocol/claude-agent-acp"],
+            "env": {}
+        })
+    }
+
+    const NAME: &str = "Claude (subagents)";
+
+    #[test]
+    fn settings_path_follows_zed() {
+        let s = |v: &str| Some(OsString::from(v));
+        let p = |v: &str| Some(PathBuf::from(v));
+        assert_eq!(
+            path_from(true, None, s("/x/cfg"), s("/home/u")),
+            p("/x/cfg/zed/settings.json")
+        );
+        assert_eq!(
+            path_from(true, None, s("relative"), s("/home/u")),
+            p("/home/u/.config/zed/settings.json")
+        );
+        assert_eq!(
+            path_from(true, s("/flat"), s("/x/cfg"), s("/home/u")),
+            p("/flat/zed/settings.json")
+        );
+        assert_eq!(
+            path_from(false, None, s("/x/cfg"), s("/home/u")),
+            p("/home/u/.config/zed/settings.json")
+        );
+        assert_eq!(path_from(true, None, None, None), None);
+    }
+
+    #[test]
+    fn a_new_file_gets_the_entry() {
+        let (merge, text) = merge("", NAME, &entry()).expect("merge");
+        assert_eq!(merge, Merge::Added);
+        let text = text.expect("text");
+        let parsed: Value = serde_json::from_str(&text).expect("plain JSON");
+        assert_eq!(parsed["agent_servers"][NAME], entry());
+        assert!(text.ends_with("}\n"), "{text}");
+    }
+
+    #[test]
+    fn comments_and_trailing_commas_stay() {
+        let original = "// my settings\n{\n  \"theme\": \"One Dark\", // dark\n  /* keep */\n  \"vim_mode\": true,\n}\n";
+        let (merge, text) = merge(original, NAME, &entry()).expect("merge");
+        assert_eq!(merge, Merge::Added);
+        let text = text.expect("text");
+        assert!(
+            text.starts_with("// my settings\n{\n  \"theme\": \"One Dark\", // dark\n  /* keep */\n  \"vim_mode\": true,\n"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("},\n}\n"),
+            "trailing-comma style kept:\n{text}"
+        );
+    }
+
+    #[test]
+    fn an_entry_of_the_same_name_is_updated_and_keeps_the_users_keys() {
+        let original = r#"{
+  "agent_servers": {
+    "Claude (subagents)": {
+      "command": "/old/acp-proxy", // moved since
+      "args": ["--", "npx", "@agentclientprotocol/claude-agent-acp"],
+      "env": {"ANTHROPIC_LOG": "debug"},
+      "default_mode": "plan",
+    },
+  },
+}
+"#;
+        let (merge, text) = merge(original, NAME, &entry()).expect("merge");
+        assert_eq!(
+            merge,
+            Merge::Updated {
+                keys: vec!["type".into(), "command".into()]
+            }
+        );
+        let text = text.expect("text");
+        assert!(
+            text.contains("\"command\": \"/opt/acp-proxy\", // moved since"),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#""env": {"ANTHROPIC_LOG": "debug"}"#),
+            "{text}"
+        );
+        assert!(text.contains(r#""default_mode": "plan""#), "{text}");
+        // A second merge changes nothing.
+        let (again, none) = super::merge(&text, NAME, &entry()).expect("merge");
+        assert_eq!(again, Merge::Unchanged { name: NAME.into() });
+        assert_eq!(none, None);
+    }
+
+    #[test]
+    fn the_same_command_under_another_name_counts_as_done() {
+        let original = r#"{"agent_servers": {"My Claude": {"type": "custom", "command": "/opt/acp-proxy",
+            "args": ["--", "npx", "@agentclientprotocol/claude-agent-acp"]}}}"#;
+        let (merge, text) = merge(original, NAME, &entry()).expect("merge");
+        assert_eq!(
+            merge,
+            Merge::Unchanged {
+                name: "My Claude".into()
+            }
+        );
+        assert_eq!(text, None);
+        // Without `"type": "custom"` current Zed does not start it: not the same entry.
+        let untyped = r#"{"agent_servers": {"My Claude": {"command": "/opt/acp-proxy",
+            "args": ["--", "npx", "@agentclientprotocol/claude-agent-acp"]}}}"#;
+        let (merge, _) = super::merge(untyped, NAME, &entry()).expect("merge");
+        assert_eq!(merge, Merge::Added);
+    }
+
+    #[test]
+    fn what_cannot_be_merged_is_refused() {
+        for (text, want) in [
+            ("{\n  \"a\": 1\n  \"b\": 2\n}\n", "Parse"),
+            ("{\"a\": ", "Parse"),
+            ("{'a': 1}", "Parse"),
+            ("[1, 2]", "RootNotObject"),
+            ("{\"agent_servers\": []}", "ServersNotObject"),
+            (
+                "{\"agent_servers\": {\"Claude (subagents)\": \"x\"}}",
+                "EntryNotObject",
+            ),
+        ] {
+            let err = merge(text, NAME, &entry()).expect_err(text);
+            assert!(format!("{err:?}").starts_with(want), "{text}: {err:?}");
+        }
+        let err = merge("{\n  \"a\": 1\n  \"b\": 2\n}\n", NAME, &entry()).unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
+    }
+}
