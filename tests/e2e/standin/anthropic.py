@@ -1,20 +1,14 @@
-"""A scripted stand-in of the Anthropic Messages API (`POST /v1/messages`, streamed or not),
-for Claude Code (inside claude-agent-acp) pointed at it with ANTHROPIC_BASE_URL.
+"""A scripted stand-in of the Anthropic Messages API (`POST /v1/messages`, streamed or not), for
+Claude Code (inside claude-agent-acp) pointed at it with ANTHROPIC_BASE_URL.
 
-Who is asking is read from the request:
-- the main agent: its first user message names `SCENARIO:<name>` and its tools include the
-  spawn tool (`Agent`, `Task` in older builds). It delegates with one `tool_use` per subagent
-  (all in one message, so Claude Code runs them in parallel), then ends its turn once every
-  subagent's `SUB-ANSWER` is in the conversation; in the background scenario it ends the turn
-  after the launch notice and answers again when Claude Code feeds it the child's result;
-- a child: its first user message names `SUBAGENT:<tag>`. It runs one real tool on the
-  project (Glob, else LS, Read or Bash, whichever it was given; `beta` runs `ls` in Bash,
-  which asks for permission), then answers with the file names the tool returned;
-- anything else (title, topic or quota requests Claude Code makes on the side): a short text.
+Each request becomes a `delegation.Conversation`; the answer is the script's, as a message
+(`stream: false`) or as server-sent events (`message_start`, per block `content_block_start`,
+`content_block_delta` (text or input JSON), `content_block_stop`, then `message_delta` and
+`message_stop`). `ClaudeCode` is the script for Claude Code: what it needs beyond the
+scenarios is listed there.
 """
 
 import argparse
-import itertools
 import json
 import os
 import re
@@ -22,15 +16,16 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import scenario as sc  # noqa: E402
 from base import Reply, serve  # noqa: E402
+from delegation import Call, Conversation, Result, Script, Text  # noqa: E402
 
 SPAWN_TOOLS = ("Agent", "Task")
 HANDBACK = "SubagentHandback"
+SUGGESTION = "[SUGGESTION MODE"
 
 
 def _texts(content):
-    """Every text in a message's content, tool results included."""
+    """Every text of a message's content, tool results included."""
     if isinstance(content, str):
         return [content]
     out = []
@@ -44,179 +39,192 @@ def _texts(content):
     return out
 
 
-def _blocks(messages, role, kind):
-    for m in messages:
-        if m.get("role") == role and isinstance(m.get("content"), list):
-            for b in m["content"]:
-                if isinstance(b, dict) and b.get("type") == kind:
-                    yield b
+def conversation(body):
+    user_texts, calls, results, names = [], [], [], {}
+    for m in body.get("messages") or []:
+        content = m.get("content")
+        blocks = content if isinstance(content, list) else []
+        if m.get("role") == "assistant":
+            for b in blocks:
+                if isinstance(b, dict) and b.get("type") == "tool_use":
+                    calls.append((b.get("id"), b.get("name"), b.get("input") or {}))
+                    names[b.get("id")] = b.get("name")
+            continue
+        # User messages, and the `system` messages Claude Code >= 2.1.3xx puts in the
+        # conversation (a subagent's hand-back comes as one).
+        texts = []
+        for b in blocks:
+            if isinstance(b, dict) and b.get("type") == "tool_result":
+                cid = b.get("tool_use_id")
+                results.append(Result(cid, names.get(cid), "\n".join(_texts(b.get("content")))))
+            elif isinstance(b, dict) and b.get("type") == "text":
+                texts.append(b.get("text", ""))
+        if isinstance(content, str):
+            texts.append(content)
+        if texts:
+            user_texts.append("\n".join(texts))
+    system = body.get("system")
+    system = system if isinstance(system, str) else "\n".join(_texts(system))
+    tools = [t.get("name") for t in body.get("tools") or []]
+    fmt = ((body.get("output_config") or {}).get("format")) or {}
+    side = not tools or fmt.get("type") == "json_schema" or "<severity>" in system
+    conv = Conversation(user_texts, calls, results, tools, side=side, system=system)
+    conv.body = body
+    return conv
 
 
-class Model:
-    def __init__(self, scenario, workspace):
-        self.scenario = scenario
-        self.workspace = workspace
-        self.ids = itertools.count(1)
+class ClaudeCode(Script):
+    """The scenarios as Claude Code needs them.
 
-    def _id(self, prefix):
-        return f"{prefix}_{next(self.ids):04d}"
+    - The spawn tool is `Agent` (`Task` in older builds), whichever the request offers.
+    - A child lists the project with `Glob` where it has it (Claude Code 2.1.3xx has none),
+      else, and always for `beta`, with `ls` in `Bash`, which asks the client for permission
+      in Claude's default mode.
+    - Claude Code >= 2.1.3xx offers a child `SubagentHandback`: only a report handed back
+      through it reaches the caller, the child's plain last words are dropped.
+    - Side requests: a session title (a JSON schema with `title`), the auto mode's security
+      classifier (`<severity>N</severity>`, below 50 allows; the first stage stops at
+      `</severity>`), and the next-prompt suggestion after a turn (nothing is a fine answer).
+    """
 
-    # What to say: a list of content blocks and the stop reason.
+    def reply(self, conv):
+        self.spawn_tool = next((t for t in SPAWN_TOOLS if t in conv.tools), SPAWN_TOOLS[0])
+        last = conv.user_texts[-1] if conv.user_texts else ""
+        if last.startswith(SUGGESTION):
+            conv.side = True
+        return super().reply(conv)
 
-    def _main(self, body, spawn_tool):
-        msgs = body.get("messages", [])
-        spawned = [b for b in _blocks(msgs, "assistant", "tool_use") if b.get("name") == spawn_tool]
-        tags = sc.spawn_tags(self.scenario)
-        if not spawned:
-            blocks = [{"type": "text", "text": sc.main_intro(self.scenario)}]
-            for tag in tags:
-                blocks.append({
-                    "type": "tool_use", "id": self._id("toolu"), "name": spawn_tool,
-                    "input": {
-                        "description": sc.task_description(tag),
-                        "prompt": sc.task_prompt(tag),
-                        "subagent_type": "general-purpose",
-                        "run_in_background": self.scenario == "background",
-                    },
-                })
-            return "spawn", blocks, "tool_use"
-        ids = {b.get("id") for b in spawned}
-        failed = [r for r in _blocks(msgs, "user", "tool_result") if r.get("tool_use_id") in ids and r.get("is_error")]
-        if failed:
-            why = " ".join(_texts(failed))[:200]
-            return "failed", [{"type": "text", "text": f"MAIN-FAILED {self.scenario}: {why}"}], "end_turn"
-        # Claude Code >= 2.1.3xx hands a subagent's report back as a `system` message.
-        said = "\n".join(t for m in msgs if m.get("role") != "assistant" for t in _texts(m.get("content")))
-        if all(sc.sub_answered(tag, said) for tag in tags):
-            return "done", [{"type": "text", "text": sc.main_done(self.scenario)}], "end_turn"
-        return "wait", [{"type": "text", "text": sc.main_waiting(self.scenario)}], "end_turn"
+    def spawn(self, tag, background):
+        return Call(self.spawn_tool, {
+            "description": f"Survey text files ({tag})",
+            "prompt": self.task(tag),
+            "subagent_type": "general-purpose",
+            "run_in_background": background,
+        })
 
-    def _child(self, body, tag):
-        msgs = body.get("messages", [])
-        names = {t.get("name") for t in body.get("tools") or []}
-        used = [b.get("name") for b in _blocks(msgs, "assistant", "tool_use")]
-        results = list(_blocks(msgs, "user", "tool_result"))
-        answer = sc.sub_answer(tag, "\n".join(_texts(results)))
-        if HANDBACK in used:
-            return "end", [{"type": "text", "text": answer}], "end_turn"
-        if results:
-            blocks = [{"type": "text", "text": answer}]
-            if HANDBACK in names:
-                # Claude Code >= 2.1.3xx: only a report handed back through this tool reaches
-                # the caller; plain final text is dropped.
-                blocks.append({"type": "tool_use", "id": self._id("toolu"), "name": HANDBACK,
-                               "input": {"message": answer}})
-                return "answer+handback", blocks, "tool_use"
-            return "answer", blocks, "end_turn"
-        if tag == "beta" and "Bash" in names:
-            # A shell command needs the user's permission (asked of the client in Claude's
-            # default mode): the second child exercises that path.
-            name, inp = "Bash", {"command": "ls *.txt", "description": "List text files"}
-        elif "Glob" in names:
-            name, inp = "Glob", {"pattern": "*.txt"}
-        elif "LS" in names:
-            name, inp = "LS", {"path": self.workspace}
-        elif "Read" in names:
-            name, inp = "Read", {"file_path": os.path.join(self.workspace, sc.file_for(tag))}
-        elif "Bash" in names:
-            name, inp = "Bash", {"command": "ls *.txt", "description": "List text files"}
-        else:
-            raise ValueError(f"child {tag} was given no tool to look at files: {sorted(names)}")
-        return "tool", [{"type": "tool_use", "id": self._id("toolu"), "name": name, "input": inp}], "tool_use"
+    def child_tool(self, tag, conv):
+        if tag != "beta" and "Glob" in conv.tools:
+            return Call("Glob", {"pattern": "*.txt"})
+        return Call("Bash", {"command": "ls *.txt", "description": "List text files"})
 
-    def plan(self, body):
-        msgs = body.get("messages", [])
-        first = next((m for m in msgs if m.get("role") == "user"), None)
-        first_text = "\n".join(_texts(first.get("content"))) if first else ""
-        tools = {t.get("name") for t in body.get("tools") or []}
-        tag = sc.subagent_in(first_text)
-        if tag and tools:
-            return (f"child {tag}",) + self._child(body, tag)
-        spawn_tool = next((t for t in SPAWN_TOOLS if t in tools), None)
-        last = msgs[-1] if msgs else {}
-        if last.get("role") == "user" and "\n".join(_texts(last.get("content"))).startswith("[SUGGESTION MODE"):
-            # Claude Code asks for the user's likely next prompt; "nothing" is a valid answer.
-            return "side", "suggestion", [{"type": "text", "text": ""}], "end_turn"
-        if sc.scenario_in(first_text) and spawn_tool:
-            return ("main",) + self._main(body, spawn_tool)
-        return ("side",) + self._side(body)
+    def child_answer(self, tag, answer, conv):
+        if HANDBACK in conv.tools and not any(c[1] == HANDBACK for c in conv.calls):
+            return [Text(answer), Call(HANDBACK, {"message": answer})]
+        return [Text(answer)]
 
-    def _side(self, body):
-        """Claude Code's own requests: a session title (JSON asked for by schema), the auto
-        mode's security classifier (`<severity>N</severity>`, below 50 allows), or any other."""
-        system = body.get("system")
-        system = system if isinstance(system, str) else "\n".join(_texts(system))
-        fmt = (body.get("output_config") or {}).get("format") or {}
+    def side(self, conv):
+        body = getattr(conv, "body", {})
+        fmt = ((body.get("output_config") or {}).get("format")) or {}
         if fmt.get("type") == "json_schema":
             props = (fmt.get("schema") or {}).get("properties") or {}
-            answer = {k: "Survey text files" for k in props}
-            return "json", [{"type": "text", "text": json.dumps(answer)}], "end_turn"
-        if "<severity>" in system:
+            return [Text(json.dumps({k: "Survey text files" for k in props}))]
+        if "<severity>" in conv.system:
             if "</severity>" in (body.get("stop_sequences") or []):
-                return "classifier", [{"type": "text", "text": "<severity>3"}], "stop_sequence"
-            return "classifier", [{"type": "text", "text": "<severity>3</severity>"}], "end_turn"
-        return "text", [{"type": "text", "text": "OK"}], "end_turn"
+                return [Text("<severity>3")]
+            return [Text("<severity>3</severity>")]
+        if conv.user_texts and conv.user_texts[-1].startswith(SUGGESTION):
+            return [Text("")]
+        return [Text("OK")]
 
-    def handle(self, req):
+
+def _stop(items, body):
+    if any(isinstance(i, Call) for i in items):
+        return "tool_use", None
+    text = "".join(i.text for i in items if isinstance(i, Text))
+    if "</severity>" in (body.get("stop_sequences") or []) and not text.endswith("</severity>"):
+        return "stop_sequence", "</severity>"
+    return "end_turn", None
+
+
+def _blocks(items):
+    out = []
+    for i in items:
+        if isinstance(i, Text):
+            out.append({"type": "text", "text": i.text})
+        else:
+            out.append({"type": "tool_use", "id": i.id.replace("call_", "toolu_"),
+                        "name": i.name, "input": i.args})
+    return out
+
+
+def events(blocks, msg_id, model, stop, stop_sequence):
+    usage = {"input_tokens": 10, "output_tokens": 1,
+             "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    out = [("message_start", {"type": "message_start", "message": {
+        "id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
+        "stop_reason": None, "stop_sequence": None, "usage": usage}})]
+    for ix, b in enumerate(blocks):
+        if b["type"] == "text":
+            out.append(("content_block_start", {"type": "content_block_start", "index": ix,
+                                                "content_block": {"type": "text", "text": ""}}))
+            for piece in re.findall(r"\S+\s*", b["text"]):
+                out.append(("content_block_delta", {"type": "content_block_delta", "index": ix,
+                                                    "delta": {"type": "text_delta", "text": piece}}))
+        else:
+            start = dict(b, input={})
+            out.append(("content_block_start", {"type": "content_block_start", "index": ix,
+                                                "content_block": start}))
+            out.append(("content_block_delta", {"type": "content_block_delta", "index": ix,
+                                                "delta": {"type": "input_json_delta",
+                                                          "partial_json": json.dumps(b["input"])}}))
+        out.append(("content_block_stop", {"type": "content_block_stop", "index": ix}))
+    out.append(("message_delta", {"type": "message_delta",
+                                  "delta": {"stop_reason": stop, "stop_sequence": stop_sequence},
+                                  "usage": {"output_tokens": 12}}))
+    out.append(("message_stop", {"type": "message_stop"}))
+    return out
+
+
+def handler(script, log_dir=None):
+    counter = [0]
+
+    def handle(req):
         path = req.path.split("?", 1)[0]
         if req.method in ("GET", "HEAD"):
-            return Reply.json({})
+            return Reply.json({})  # Claude Code's reachability check
         if path.endswith("/count_tokens"):
             return Reply.json({"input_tokens": 10})
         if not path.endswith("/v1/messages") or not isinstance(req.json, dict):
             return Reply.json({"type": "error", "error": {"type": "not_found_error",
-                                                          "message": f"no {path}"}}, status=404)
+                                                          "message": f"no {req.method} {path}"}},
+                              status=404)
         body = req.json
-        who, step, blocks, stop = self.plan(body)
-        print(f"anthropic: {who}: {step} ({body.get('model')})", file=sys.stderr)
-        delay = sc.child_delay(self.scenario, who.startswith("child") and step == "tool")
-        model = body.get("model", "claude-stand-in")
-        msg_id = self._id("msg")
-        stop_sequence = "</severity>" if stop == "stop_sequence" else None
-        usage = {"input_tokens": 10, "output_tokens": 12,
-                 "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
-        if not body.get("stream"):
+        conv = conversation(body)
+        items = script.reply(conv)
+        counter[0] += 1
+        if log_dir:
+            with open(os.path.join(log_dir, f"{counter[0]:03d}.json"), "w") as f:
+                json.dump({"request": body, "role": conv.role, "tag": conv.tag,
+                           "side": conv.side, "reply": repr(items)}, f, indent=1)
+        print(f"anthropic: #{counter[0]} role={conv.role} tag={conv.tag} side={conv.side} "
+              f"results={len(conv.results)} -> {items!r}", file=sys.stderr)
+        model = body.get("model") or "claude-stand-in"
+        msg_id = f"msg_{counter[0]:04d}"
+        blocks = _blocks(items)
+        stop, stop_sequence = _stop(items, body)
+        if body.get("stream"):
+            reply = Reply.sse(events(blocks, msg_id, model, stop, stop_sequence))
+        else:
             reply = Reply.json({"id": msg_id, "type": "message", "role": "assistant",
-                               "model": model, "content": blocks, "stop_reason": stop,
-                               "stop_sequence": stop_sequence, "usage": usage})
-            reply.delay = delay
-            return reply
-        events = [("message_start", {"type": "message_start", "message": {
-            "id": msg_id, "type": "message", "role": "assistant", "model": model,
-            "content": [], "stop_reason": None, "stop_sequence": None,
-            "usage": dict(usage, output_tokens=1)}})]
-        for i, b in enumerate(blocks):
-            if b["type"] == "text":
-                events.append(("content_block_start", {"type": "content_block_start", "index": i,
-                                                       "content_block": {"type": "text", "text": ""}}))
-                for word in re.findall(r"\S+\s*", b["text"]):
-                    events.append(("content_block_delta", {"type": "content_block_delta", "index": i,
-                                                           "delta": {"type": "text_delta", "text": word}}))
-            else:
-                events.append(("content_block_start", {"type": "content_block_start", "index": i,
-                                                       "content_block": {"type": "tool_use", "id": b["id"],
-                                                                         "name": b["name"], "input": {}}}))
-                events.append(("content_block_delta", {"type": "content_block_delta", "index": i,
-                                                       "delta": {"type": "input_json_delta",
-                                                                 "partial_json": json.dumps(b["input"])}}))
-            events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
-        events.append(("message_delta", {"type": "message_delta",
-                                         "delta": {"stop_reason": stop, "stop_sequence": stop_sequence},
-                                         "usage": {"output_tokens": 12}}))
-        events.append(("message_stop", {"type": "message_stop"}))
-        reply = Reply.sse(events)
-        reply.delay = delay
+                                "model": model, "content": blocks, "stop_reason": stop,
+                                "stop_sequence": stop_sequence,
+                                "usage": {"input_tokens": 10, "output_tokens": 12}})
+        reply.delay = script.delay(conv)
         return reply
 
-
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--scenario", required=True, choices=sorted(sc.TAGS))
-    p.add_argument("--workspace", required=True)
-    p.add_argument("--port-file", required=True)
-    a = p.parse_args(argv)
-    serve(Model(a.scenario, a.workspace).handle, a.port_file, log_name="anthropic")
+    return handle
 
 
-if __name__ == "__main__":
-    main()
+def main(script_class):
+    """The entry point of a kit's model.py: `--scenario NAME --workspace DIR --port-file F`."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--scenario", required=True)
+    ap.add_argument("--workspace", required=True)
+    ap.add_argument("--port-file", required=True)
+    ap.add_argument("--log-dir", help="write every request and its answer here (debugging)")
+    args = ap.parse_args()
+    if args.log_dir:
+        os.makedirs(args.log_dir, exist_ok=True)
+    script = script_class(args.scenario)
+    script.workspace = args.workspace
+    serve(handler(script, args.log_dir), args.port_file, log_name="anthropic")

@@ -6,7 +6,6 @@ stderr so that a failing run shows what the agent asked for. Standard library on
 """
 
 import json
-import os
 import sys
 import threading
 import time
@@ -51,17 +50,8 @@ class Reply:
 
 def serve(handle, port_file, log_name="stand-in"):
     """Serve `handle(Request) -> Reply` on 127.0.0.1 until killed; write the port to
-    `port_file` once listening. With E2E_STANDIN_REQUESTS set to a folder, every request is
-    also written there as NNNN.json (method, path, body), to see what the agent asked."""
+    `port_file` once listening."""
     lock = threading.Lock()
-    requests_dir = os.environ.get("E2E_STANDIN_REQUESTS")
-    seen = [0]
-
-    def keep(req):
-        seen[0] += 1
-        with open(os.path.join(requests_dir, f"{seen[0]:04d}.json"), "w") as f:
-            json.dump({"method": req.method, "path": req.path,
-                       "body": req.json if req.json is not None else req.raw.decode("utf-8", "replace")}, f, indent=1)
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -72,8 +62,6 @@ def serve(handle, port_file, log_name="stand-in"):
             req = Request(self.command, self.path, dict(self.headers), body)
             try:
                 with lock:
-                    if requests_dir:
-                        keep(req)
                     reply = handle(req)
             except Exception as e:  # a scenario bug: say so, answer 500
                 print(f"{log_name}: {self.command} {self.path}: {e!r}", file=sys.stderr)
@@ -110,11 +98,11 @@ def serve(handle, port_file, log_name="stand-in"):
         def log_message(self, *args):
             pass
 
-    if requests_dir:
-        os.makedirs(requests_dir, exist_ok=True)
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     with open(port_file + ".tmp", "w") as f:
         f.write(str(server.server_address[1]))
+    import os
+
     os.replace(port_file + ".tmp", port_file)
     server.serve_forever()
