@@ -67,6 +67,12 @@ pub fn zed_model(c: &mut Checks, phase: &str, zed: &ZedModel, problems: &[String
             format!("{phase}: `{kind}` for session {sid}, which Zed does not know: dropped"),
         );
     }
+    for (method, why) in &zed.refused_requests {
+        c.fail(
+            "zed-model",
+            format!("{phase}: Zed refuses `{method}`: {why}"),
+        );
+    }
     for id in &zed.orphan_tool_updates {
         c.fail(
             "zed-model",
@@ -285,9 +291,10 @@ pub fn child_thread(
         });
     }
     let n = thread.entries.len() as u64;
+    // An empty child thread has no index to end at.
     c.expect(
         "indices",
-        info.start == 0 && info.end == Some(n.saturating_sub(1)),
+        n > 0 && info.start == 0 && info.end == Some(n - 1),
         || {
             format!(
                 "{label}: message indices {}..={:?}, but the child's work is entries 0..={} ({})",
@@ -310,6 +317,7 @@ pub fn describe(t: &Thread) -> String {
             Entry::User(s) => format!("#{i} user {:?}", clip(s)),
             Entry::Assistant(s) => format!("#{i} assistant {:?}", clip(s)),
             Entry::Tool(tc) => format!("#{i} tool `{}` {}", tc.title, tc.status),
+            other => format!("#{i} {}", clip(&other.to_string())),
         })
         .collect();
     format!("[{}]", v.join(", "))
@@ -422,22 +430,28 @@ pub fn read_dump(c: &mut Checks, phase: &str, path: &Path) -> Result<Vec<Value>>
 /// child thread (the standard wire's own kinds are translated, never delivered); every request
 /// the agent sent reached Zed once.
 ///
-/// `only`: count only what is addressed to this session. A reopened parent's replay may
-/// repeat its children's events; the proxy serves the child threads from its store instead,
-/// which the caller checks by comparing them with the live ones.
+/// `only` (parent, child keys): count only what is addressed to the parent and is no child's
+/// event (one of the child keys present). A reopened parent's replay may repeat its
+/// children's events; the proxy serves the child threads from its store instead, which the
+/// caller checks by comparing them with the live ones.
 pub fn delivered_once(
     c: &mut Checks,
     phase: &str,
     agent: &[Value],
     accepted: &[Accepted],
     received: &[Value],
-    only: Option<&str>,
+    only: Option<(&str, &[&str])>,
     cards: &[String],
 ) {
     let mut sent: BTreeMap<String, (usize, &Value)> = BTreeMap::new();
     let mut asked: BTreeMap<String, (usize, &Value)> = BTreeMap::new();
     let in_scope = |msg: &Value| {
-        only.is_none_or(|s| msg.pointer("/params/sessionId").and_then(Value::as_str) == Some(s))
+        only.is_none_or(|(parent, child_keys)| {
+            let to_parent =
+                msg.pointer("/params/sessionId").and_then(Value::as_str) == Some(parent);
+            let update = &msg["params"]["update"];
+            to_parent && !child_keys.iter().any(|k| update.pointer(k).is_some())
+        })
     };
     for msg in agent.iter().filter(|m| in_scope(m)) {
         let method = msg.get("method").and_then(Value::as_str);
@@ -454,7 +468,7 @@ pub fn delivered_once(
     let mut got: BTreeMap<String, usize> = BTreeMap::new();
     for a in accepted
         .iter()
-        .filter(|a| only.is_none_or(|s| a.session == s))
+        .filter(|a| only.is_none_or(|(parent, _)| a.session == parent))
     {
         *got.entry(fingerprint(&a.update, cards)).or_default() += 1;
     }

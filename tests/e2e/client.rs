@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
 
-use crate::zed::{Shape, ZedModel};
+use crate::zed::{ZedModel, ZedRules};
 
 /// One `session/update` Zed accepted into a thread, in arrival order.
 #[derive(Debug, Clone)]
@@ -37,7 +37,6 @@ pub struct Client {
     eof: bool,
     started: Instant,
     transcript: File,
-    shape: Shape,
     workspace: PathBuf,
     next_id: u64,
     responses: HashMap<String, Value>,
@@ -59,7 +58,7 @@ impl Client {
         mut cmd: Command,
         stderr_file: &Path,
         transcript: &Path,
-        shape: Shape,
+        rules: ZedRules,
         workspace: &Path,
     ) -> Result<Client> {
         let stderr = File::create(stderr_file).context("create the stderr file")?;
@@ -93,12 +92,11 @@ impl Client {
             eof: false,
             started: Instant::now(),
             transcript: File::create(transcript).context("create the client transcript")?,
-            shape,
             workspace: workspace.to_owned(),
             next_id: 0,
             responses: HashMap::new(),
             terminals: HashMap::new(),
-            zed: ZedModel::default(),
+            zed: ZedModel::new(rules),
             received: Vec::new(),
             accepted: Vec::new(),
             problems: Vec::new(),
@@ -246,13 +244,10 @@ impl Client {
         if method.as_deref() == Some("session/update") {
             let (rejected, dropped) = (self.zed.rejected.len(), self.zed.dropped.len());
             self.zed.received(&msg);
-            let update = &msg["params"]["update"];
-            if let Some(why) = self.shape.refuses(update) {
-                self.problems.push(why);
-            } else if self.zed.rejected.len() == rejected && self.zed.dropped.len() == dropped {
+            if self.zed.rejected.len() == rejected && self.zed.dropped.len() == dropped {
                 self.accepted.push(Accepted {
                     session: sid,
-                    update: update.clone(),
+                    update: msg["params"]["update"].clone(),
                 });
             }
             return Ok(());
@@ -399,8 +394,8 @@ fn io_error(path: &Path, e: std::io::Error) -> Value {
     json!({"code": -32603, "message": format!("{}: {e}", path.display())})
 }
 
-/// Run a `terminal/create` command to its end (the scripted models ask for short ones), with
-/// its output capped by `outputByteLimit`.
+/// Run a `terminal/create` command to its end with `sh -c` (the commands agents send are
+/// short), its output capped by `outputByteLimit`.
 fn run_terminal(p: &Value, workspace: &Path) -> Terminal {
     let command = p["command"].as_str().unwrap_or("");
     let args: Vec<&str> = p["args"]
@@ -411,8 +406,18 @@ fn run_terminal(p: &Value, workspace: &Path) -> Terminal {
         .as_str()
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace.to_owned());
-    let mut cmd = Command::new(command);
-    cmd.args(&args).current_dir(cwd).stdin(Stdio::null());
+    // Zed runs the command line through a shell (agents send whole command lines).
+    let mut line = command.to_owned();
+    for a in &args {
+        line.push_str(" '");
+        line.push_str(&a.replace('\'', r"'\''"));
+        line.push('\'');
+    }
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(&line)
+        .current_dir(cwd)
+        .stdin(Stdio::null());
     if let Some(env) = p["env"].as_array() {
         for e in env {
             if let (Some(k), Some(v)) = (e["name"].as_str(), e["value"].as_str()) {

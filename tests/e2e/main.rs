@@ -29,6 +29,11 @@ kit_tests! {
     claude_legacy => "claude-legacy",
     claude_acp => "claude-acp",
     codex => "codex",
+    qwen => "qwen",
+    opencode => "opencode",
+    gemini => "gemini",
+    pi => "pi",
+    agentpool => "agentpool",
 }
 
 /// Every kit folder is complete, has a test above and a row of expectations: a kit nobody
