@@ -177,7 +177,6 @@ fn describe_tools(t: &Thread) -> String {
 
 /// What one child thread holds once Zed loaded it, and that the card's indices slice exactly
 /// that work. Returns the ids of the child's own tool calls.
-#[allow(clippy::too_many_arguments)]
 pub fn child_thread(
     c: &mut Checks,
     phase: &str,
