@@ -11,5 +11,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # The `profiling` profile is the release build with debug info kept, so `perf` can name
 # functions in what is measured (the installed release binary is stripped of it).
-cargo build --profile profiling --locked --bin acp-proxy --bin acp-bench >&2
+cargo build --profile profiling --locked -p acp-proxy -p acp-bench >&2
 exec target/profiling/acp-bench run "$@"

@@ -4,7 +4,7 @@
 # With a nightly toolchain and cargo-fuzz: build the fuzz targets (fuzz/) and run each for
 # FUZZ_SMOKE_SECS seconds (default 20), starting from the checked-in seeds and regressions.
 # Without them: run the seed corpus and the crash regressions through the same functions as
-# plain tests (tests/fuzz_corpus.rs), which `cargo test` also does.
+# plain tests (tests/it/fuzz_corpus.rs), which `cargo test` also does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${FUZZ_SMOKE_SECS:-20}"
@@ -37,5 +37,5 @@ if cargo +nightly --version >/dev/null 2>&1 && cargo +nightly fuzz --help >/dev/
   done
 else
   echo "fuzz-smoke: no nightly toolchain or cargo-fuzz; running the seed corpus as tests"
-  cargo test --locked --test fuzz_corpus
+  cargo test --locked --test it fuzz_corpus::
 fi

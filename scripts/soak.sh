@@ -11,7 +11,7 @@
 # Environment: SOAK_PROFILE=debug runs the debug build instead (no release build needed, e.g.
 # in CI right after `cargo test`); ACP_PROXY_WRAPPER runs the proxy under a profiler, e.g.
 # ACP_PROXY_WRAPPER="valgrind --tool=massif --massif-out-file=/tmp/massif.%p" (RSS is then
-# the profiler's); and the SOAK_* settings at the top of tests/soak.rs.
+# the profiler's); and the SOAK_* settings at the top of tests/it/soak.rs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-600}"
@@ -25,4 +25,4 @@ export SOAK_SECS="$secs"
 # The soak is a test target; built with --release, the proxy it runs is the release binary.
 profile=(--release)
 if [ "${SOAK_PROFILE:-release}" = debug ]; then profile=(); fi
-exec nice -n 10 cargo test ${profile[@]+"${profile[@]}"} --locked --test soak -- --ignored --nocapture --test-threads=1
+exec nice -n 10 cargo test ${profile[@]+"${profile[@]}"} --locked --test it -- soak::soak --exact --ignored --nocapture --test-threads=1

@@ -15,11 +15,11 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use serde_json::value::RawValue;
 
-use crate::engine::envelope::{self, Kind, Parsed};
+use crate::wire::envelope::{self, Kind, Parsed};
 
 /// Which generation of the conductor protocol the chain speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
+pub(crate) enum Dialect {
     /// `proxy/initialize`, `proxy/successor` (current SDKs).
     Current,
     /// `_proxy/initialize`, `_proxy/successor` (SDK ≤ 3.x).
@@ -36,7 +36,7 @@ impl Dialect {
 }
 
 /// The dialect, if this frame is a conductor's `proxy/initialize` request.
-pub fn chain_initialize(frame: &[u8]) -> Option<Dialect> {
+pub(crate) fn chain_initialize(frame: &[u8]) -> Option<Dialect> {
     let Parsed::Message(env) = envelope::parse(frame) else {
         return None;
     };
@@ -49,7 +49,7 @@ pub fn chain_initialize(frame: &[u8]) -> Option<Dialect> {
 
 /// Where a frame from the conductor goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Route {
+pub(crate) enum Route {
     /// Into the engine as if from the client.
     Client(Bytes),
     /// Into the engine as if from the agent.
@@ -60,7 +60,7 @@ pub enum Route {
 
 /// The translation state of one chain connection.
 #[derive(Debug)]
-pub struct Chain {
+pub(crate) struct Chain {
     dialect: Dialect,
     next_id: u64,
     /// Our request id → the client's id, for client requests sent on to the successor.
@@ -70,7 +70,7 @@ pub struct Chain {
 }
 
 impl Chain {
-    pub fn new(dialect: Dialect) -> Chain {
+    pub(crate) fn new(dialect: Dialect) -> Chain {
         Chain {
             dialect,
             next_id: 0,
@@ -85,7 +85,7 @@ impl Chain {
     }
 
     /// A frame from the conductor.
-    pub fn from_conductor(&mut self, frame: Bytes) -> Route {
+    pub(crate) fn route_inbound(&mut self, frame: Bytes) -> Route {
         let Parsed::Message(env) = envelope::parse(&frame) else {
             return Route::Client(frame);
         };
@@ -129,7 +129,7 @@ impl Chain {
     }
 
     /// The engine sends this to the agent: wrap it for the successor.
-    pub fn to_successor(&mut self, frame: Bytes) -> Bytes {
+    pub(crate) fn wrap_for_successor(&mut self, frame: Bytes) -> Bytes {
         let Parsed::Message(env) = envelope::parse(&frame) else {
             return frame;
         };
@@ -164,7 +164,7 @@ impl Chain {
     }
 
     /// The engine sends this to the client: requests get an id of our own.
-    pub fn to_predecessor(&mut self, frame: Bytes) -> Bytes {
+    pub(crate) fn wrap_for_predecessor(&mut self, frame: Bytes) -> Bytes {
         let Parsed::Message(env) = envelope::parse(&frame) else {
             return frame;
         };
@@ -234,7 +234,7 @@ mod tests {
         );
         assert_eq!(chain_initialize(&init), Some(Dialect::Current));
         let mut c = Chain::new(Dialect::Current);
-        let Route::Client(inner) = c.from_conductor(init) else {
+        let Route::Client(inner) = c.route_inbound(init) else {
             panic!("client side")
         };
         assert_eq!(
@@ -243,7 +243,7 @@ mod tests {
         );
 
         // The engine passes initialize on: it goes to the successor wrapped, with our id.
-        let out = c.to_successor(inner);
+        let out = c.wrap_for_successor(inner);
         let wrapped = v(&out);
         assert_eq!(wrapped["method"], "proxy/successor");
         assert_eq!(
@@ -252,7 +252,7 @@ mod tests {
         );
         let ours = wrapped["id"].clone();
         // Its result comes back as a plain response to our id and is mapped to the client's.
-        let Route::Agent(resp) = c.from_conductor(b(
+        let Route::Agent(resp) = c.route_inbound(b(
             json!({"jsonrpc":"2.0","id":ours,"result":{"protocolVersion":1}}),
         )) else {
             panic!("agent side")
@@ -268,28 +268,28 @@ mod tests {
         let mut c = Chain::new(Dialect::Legacy);
         let wrapped = b(json!({"jsonrpc":"2.0","id":7,"method":"_proxy/successor",
             "params":{"method":"session/request_permission","params":{"sessionId":"s"}}}));
-        let Route::Agent(inner) = c.from_conductor(wrapped) else {
+        let Route::Agent(inner) = c.route_inbound(wrapped) else {
             panic!("agent side")
         };
         assert_eq!(v(&inner)["id"], 7);
-        let to_client = c.to_predecessor(inner);
+        let to_client = c.wrap_for_predecessor(inner);
         let ours = v(&to_client)["id"].clone();
         assert_ne!(ours, json!(7));
-        let Route::Client(answer) = c.from_conductor(b(
+        let Route::Client(answer) = c.route_inbound(b(
             json!({"jsonrpc":"2.0","id":ours,"result":{"outcome":{"outcome":"cancelled"}}}),
         )) else {
             panic!("client side")
         };
         assert_eq!(v(&answer)["id"], 7);
         // The engine's response to the agent answers the wrapped request as is.
-        let resp = c.to_successor(answer.clone());
+        let resp = c.wrap_for_successor(answer.clone());
         assert_eq!(resp, answer);
         // Cancellation never crosses a hop.
         let cancel =
             b(json!({"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":3}}));
-        assert!(matches!(c.from_conductor(cancel), Route::Drop(_)));
+        assert!(matches!(c.route_inbound(cancel), Route::Drop(_)));
         // Notifications are wrapped without an id.
-        let note = c.to_successor(b(
+        let note = c.wrap_for_successor(b(
             json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}),
         ));
         assert_eq!(

@@ -5,10 +5,12 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{ChildCancel, EngineConfig, Limits, LiveChildEvents};
+use crate::dump::DumpConfig;
+use crate::engine::{EngineConfig, Limits, SubagentDisplay, ZedOptions};
 use crate::subagents::presets::PresetSet;
 use crate::subagents::select::PresetChoice;
 use crate::subagents::spec::PresetSpec;
+use crate::transport::relay::ShutdownConfig;
 
 /// Default maximum size of one frame held in memory (64 MiB).
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
@@ -33,34 +35,20 @@ pub enum ConfigError {
     Preset { path: PathBuf, message: String },
 }
 
-/// How subagents are shown to the client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Display {
-    /// `acp` if the client advertised subagents, else `zed` if the client is Zed, else
-    /// `transcript`.
-    #[default]
-    Auto,
-    Zed,
-    Acp,
-    Transcript,
-    Off,
-}
-
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// How subagents are shown to the client.
-    pub display: Display,
+    pub display: SubagentDisplay,
     /// Lines longer than this are relayed in pieces without being parsed.
     pub max_frame_bytes: usize,
     /// Log filter for stderr (`error`, `warn`, `info`, `debug`, `trace`, or a tracing filter).
     pub log_level: String,
     pub dump: DumpConfig,
     pub shutdown: ShutdownConfig,
-    pub zed: ZedConfig,
+    pub zed: ZedOptions,
     pub subagents: SubagentsConfig,
-    pub limits: LimitsConfig,
+    pub limits: Limits,
     /// Durable child transcripts (`[store]`).
     pub store: crate::store::StoreConfig,
 }
@@ -68,111 +56,15 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            display: Display::Auto,
+            display: SubagentDisplay::Auto,
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             log_level: "info".to_owned(),
             dump: DumpConfig::default(),
             shutdown: ShutdownConfig::default(),
-            zed: ZedConfig::default(),
+            zed: ZedOptions::default(),
             subagents: SubagentsConfig::default(),
-            limits: LimitsConfig::default(),
+            limits: Limits::default(),
             store: crate::store::StoreConfig::default(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct DumpConfig {
-    /// Write a JSONL traffic dump here (no dump when unset).
-    pub path: Option<PathBuf>,
-    /// Redact secrets (env values, headers, authenticate params, token-like keys).
-    pub redact: bool,
-    /// Frames the dump may have queued before it starts counting losses.
-    pub queue_frames: usize,
-}
-
-impl Default for DumpConfig {
-    fn default() -> Self {
-        DumpConfig {
-            path: None,
-            redact: true,
-            queue_frames: 4096,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ShutdownConfig {
-    /// After closing the agent's stdin, wait this long before SIGTERM to its process group.
-    pub stdin_grace_ms: u64,
-    /// After SIGTERM, wait this long before SIGKILL.
-    pub term_grace_ms: u64,
-}
-
-impl Default for ShutdownConfig {
-    fn default() -> Self {
-        ShutdownConfig {
-            stdin_grace_ms: 1000,
-            term_grace_ms: 2000,
-        }
-    }
-}
-
-/// `[zed]`: how subagents are shown to Zed.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ZedConfig {
-    /// Add `clientCapabilities.subagents` and the child-transcript flag to the `initialize`
-    /// sent to the agent, so it reports subagents exactly.
-    pub opt_in: bool,
-    /// `hide`: child events appear only in the child thread; `flat`: also live in the parent.
-    pub live_child_events: LiveChildEvents,
-    /// Show the child's latest activity in the spawn card's title while it runs.
-    pub live_progress: bool,
-    /// Stop on a child the agent cannot cancel alone: `parent` cancels the parent's turn,
-    /// `ignore` does nothing.
-    pub child_cancel: ChildCancel,
-    /// How long a permission request that may belong to a child waits for attribution.
-    pub permission_hold_ms: u64,
-    /// Permission requests held at once; further ones go out unattributed.
-    pub max_held_permissions: usize,
-}
-
-impl Default for ZedConfig {
-    fn default() -> Self {
-        let e = EngineConfig::default();
-        ZedConfig {
-            opt_in: e.opt_in,
-            live_child_events: e.live_child_events,
-            live_progress: e.live_progress,
-            child_cancel: e.child_cancel,
-            permission_hold_ms: e.permission_hold_ms,
-            max_held_permissions: e.max_held_permissions,
-        }
-    }
-}
-
-/// `[limits]`: bounds against runaway agents. Past a limit the proxy stops modelling that
-/// subagent and relays its frames unchanged (and says so); no frame is ever dropped.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct LimitsConfig {
-    pub max_subagents_per_session: usize,
-    pub max_depth: usize,
-    pub max_transcript_bytes: usize,
-    pub max_finished_in_memory: usize,
-}
-
-impl Default for LimitsConfig {
-    fn default() -> Self {
-        let l = Limits::default();
-        LimitsConfig {
-            max_subagents_per_session: l.max_subagents_per_session,
-            max_depth: l.max_depth,
-            max_transcript_bytes: l.max_transcript_bytes,
-            max_finished_in_memory: l.max_finished_in_memory,
         }
     }
 }
@@ -226,22 +118,37 @@ impl SubagentsConfig {
 
 impl Config {
     /// The engine's settings.
+    /// The settings that decide what the engine and the relay do with frames, as `proxy.toml`
+    /// spells them: a dump's header keeps them, and a replay reads them back with
+    /// [`Config::from_settings`].
+    pub fn engine_settings(&self) -> serde_json::Value {
+        serde_json::json!({
+            "display": self.display,
+            "max_frame_bytes": self.max_frame_bytes,
+            "zed": self.zed,
+            "subagents": self.subagents,
+            "limits": self.limits,
+        })
+    }
+
+    /// A config from settings kept by [`Config::engine_settings`] (in a dump's header),
+    /// validated like a file (its presets compiled).
+    pub fn from_settings(settings: serde_json::Value) -> Result<Config, ConfigError> {
+        let path = Path::new("the dump's header");
+        let mut cfg: Config = serde_json::from_value(settings).map_err(|e| ConfigError::Parse {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
+        cfg.validate(path)?;
+        Ok(cfg)
+    }
+
     pub fn engine_config(&self) -> EngineConfig {
         EngineConfig {
             display: self.display,
-            opt_in: self.zed.opt_in,
-            live_child_events: self.zed.live_child_events,
-            live_progress: self.zed.live_progress,
-            child_cancel: self.zed.child_cancel,
-            permission_hold_ms: self.zed.permission_hold_ms,
-            max_held_permissions: self.zed.max_held_permissions,
+            zed: self.zed.clone(),
             presets: self.subagents.choice(),
-            limits: Limits {
-                max_subagents_per_session: self.limits.max_subagents_per_session,
-                max_depth: self.limits.max_depth,
-                max_transcript_bytes: self.limits.max_transcript_bytes,
-                max_finished_in_memory: self.limits.max_finished_in_memory,
-            },
+            limits: self.limits,
         }
     }
 
@@ -303,6 +210,9 @@ impl Config {
         }
         if self.dump.queue_frames == 0 {
             return Err(bad("dump.queue_frames", "must be at least 1".into()));
+        }
+        if !(1..=100).contains(&self.dump.max_files) {
+            return Err(bad("dump.max_files", "must be between 1 and 100".into()));
         }
         let set = PresetSet::builtin()
             .with_user(&self.subagents.preset, "subagents.preset")
@@ -456,7 +366,10 @@ pub fn ignored_local_config(source: &ConfigSource) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use crate::store::{StoreConfig, StoreLocation};
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         Config::from_toml(text, Path::new("t.toml"))
@@ -471,8 +384,12 @@ mod tests {
         assert_eq!(cfg.max_frame_bytes, def.max_frame_bytes);
         assert_eq!(cfg.dump.redact, def.dump.redact);
         assert_eq!(cfg.dump.queue_frames, def.dump.queue_frames);
+        assert_eq!(cfg.dump.max_bytes, def.dump.max_bytes);
+        assert_eq!(cfg.dump.max_files, def.dump.max_files);
         assert_eq!(cfg.shutdown.stdin_grace_ms, def.shutdown.stdin_grace_ms);
         assert_eq!(cfg.shutdown.term_grace_ms, def.shutdown.term_grace_ms);
+        assert_eq!(cfg.zed, def.zed);
+        assert_eq!(cfg.limits, def.limits);
     }
 
     #[test]
@@ -524,6 +441,70 @@ mod tests {
         assert_eq!(
             source.to_string(),
             "./proxy.toml (given on the command line)"
+        );
+    }
+
+    #[test]
+    fn store_section_parses_all_spellings() {
+        let cfg = parse("[store]\npath = \"memory\"\nmax_age = \"12h\"\nmax_bytes = \"1MiB\"")
+            .expect("parses");
+        assert_eq!(cfg.store.location, Some(StoreLocation::Memory));
+        assert_eq!(cfg.store.max_age, Duration::from_secs(12 * 3600));
+        assert_eq!(cfg.store.max_bytes, 1 << 20);
+        assert!(cfg.store.background_prune);
+        let cfg =
+            parse("[store]\npath = \"/x/s.db\"\nmax_age = 60\nmax_bytes = 4096\nqueue_ops = 2")
+                .expect("parses");
+        assert_eq!(
+            cfg.store.location,
+            Some(StoreLocation::Path("/x/s.db".into()))
+        );
+        assert_eq!(cfg.store.max_age, Duration::from_secs(60));
+        assert_eq!(cfg.store.max_bytes, 4096);
+        assert_eq!(cfg.store.queue_ops, 2);
+    }
+
+    #[test]
+    fn store_errors_name_the_key() {
+        for (text, key) in [
+            ("[store]\nmax_age = \"30 days\"", "max_age"),
+            ("[store]\nmax_bytes = \"lots\"", "max_bytes"),
+            ("[store]\nqueue_ops = 0", "queue_ops"),
+            ("[store]\npaht = \"x\"", "paht"),
+            ("[store]\npath = \"\"", "path"),
+        ] {
+            let e = parse(text).expect_err(text).to_string();
+            assert!(e.contains(key), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn example_file_matches_defaults() {
+        let cfg = parse(include_str!("../proxy.toml")).expect("example config parses");
+        let def = StoreConfig::default();
+        assert_eq!(cfg.store.location, def.location);
+        assert_eq!(cfg.store.max_age, def.max_age);
+        assert_eq!(cfg.store.max_bytes, def.max_bytes);
+        assert_eq!(cfg.store.queue_ops, def.queue_ops);
+    }
+
+    #[test]
+    fn engine_settings_read_back_as_the_same_config() {
+        let text = "display = \"zed\"\nmax_frame_bytes = 4096\n[zed]\nlive_child_events = \"flat\"\n\
+                    child_cancel = \"ignore\"\npermission_hold_ms = 7\n[subagents]\npresets = [\"qwen\", \"mine\"]\n\
+                    [[subagents.preset]]\nname = \"mine\"\n[[subagents.preset.spawn]]\n\
+                    when = [{ at = \"/title\", equals = \"Hand off\" }]\ntool_name = \"handoff\"\n\
+                    [limits]\nmax_depth = 3\n";
+        let cfg = parse(text).expect("config");
+        let back = Config::from_settings(cfg.engine_settings()).expect("settings read back");
+        assert_eq!(
+            format!("{:?}", back.engine_config()),
+            format!("{:?}", cfg.engine_config())
+        );
+        assert_eq!(back.max_frame_bytes, 4096);
+        assert!(
+            back.subagents.preset_set().get("mine").is_some(),
+            "the user's preset"
         );
     }
 }

@@ -104,6 +104,10 @@ enum Command {
         #[command(subcommand)]
         command: StoreCommand,
     },
+    /// Read a traffic dump: view, stats, check, html.
+    Dump(acp_proxy::dump_tools::cli::DumpArgs),
+    /// Feed a dump's inputs through the engine offline and print what the client gets.
+    Replay(acp_proxy::dump_tools::cli::ReplayArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -116,11 +120,11 @@ enum StoreCommand {
     Prune {
         /// Age limit: seconds, or a number followed by s, m, h or d (default: `[store]
         /// max_age`). 0 = no age limit.
-        #[arg(long, value_name = "AGE", value_parser = store::parse_duration)]
+        #[arg(long, value_name = "AGE", value_parser = acp_proxy::units::parse_duration)]
         max_age: Option<Duration>,
         /// Size limit: bytes, or a number followed by B, KiB, MiB or GiB (default: `[store]
         /// max_bytes`). 0 = no size limit.
-        #[arg(long, value_name = "SIZE", value_parser = store::parse_bytes)]
+        #[arg(long, value_name = "SIZE", value_parser = acp_proxy::units::parse_bytes)]
         max_bytes: Option<u64>,
     },
     /// Append COUNT updates to one child in batches, printing `committed N` after each
@@ -201,11 +205,11 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Some(Command::Demo { proxy_args }) => {
-            acp_proxy::demo::run(&proxy_args)?;
+            acp_proxy::devtools::demo::run(&proxy_args)?;
             Ok(0)
         }
         Some(Command::DemoAgent { script }) => {
-            acp_proxy::demo_agent::run(script.as_deref())?;
+            acp_proxy::devtools::demo_agent::run(script.as_deref())?;
             Ok(0)
         }
         Some(Command::AgentGuardian {
@@ -217,6 +221,10 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             Duration::from_millis(stdin_grace_ms),
             Duration::from_millis(term_grace_ms),
         )),
+        Some(Command::Dump(args)) => acp_proxy::dump_tools::cli::dump(args, cli.config.as_deref()),
+        Some(Command::Replay(args)) => {
+            acp_proxy::dump_tools::cli::replay(args, cli.config.as_deref())
+        }
         Some(Command::Store { command }) => {
             let source = ConfigSource::locate(cli.config.as_deref());
             let mut cfg = Config::load_from(&source)?;
@@ -334,7 +342,7 @@ fn bench_writer(
         agent: "bench-writer".to_owned(),
         cwd: None,
         title: None,
-        state: "running".to_owned(),
+        state: acp_proxy::store::ChildState::Running,
     });
     let mut stdout = std::io::stdout().lock();
     let mut n = 0;
@@ -392,7 +400,7 @@ fn run_proxy(cfg: Config, agent: Vec<String>, demo_agent: bool) -> anyhow::Resul
     keep_read_buffers_mapped();
     // A pure relay keeps nothing; otherwise child transcripts go to the durable store, or
     // to memory (with a warning) if it cannot be used.
-    let store = (cfg.display != acp_proxy::config::Display::Off).then(|| {
+    let store = (cfg.display != acp_proxy::engine::SubagentDisplay::Off).then(|| {
         let (store, warning) = Store::open_or_memory(&cfg.store);
         if let Some(w) = warning {
             tracing::warn!("{w}");
@@ -407,7 +415,7 @@ fn run_proxy(cfg: Config, agent: Vec<String>, demo_agent: bool) -> anyhow::Resul
     let result = runtime.block_on(async move {
         let (dump, dump_task) = match &cfg.dump.path {
             Some(path) => {
-                let (d, t) = Dump::open(path, &agent, cfg.dump.redact, cfg.dump.queue_frames)?;
+                let (d, t) = Dump::open(path, &agent, &cfg.dump, cfg.engine_settings())?;
                 (Some(d), Some(t))
             }
             None => (None, None),

@@ -8,11 +8,11 @@
 
 use serde_json::Value;
 
-pub const REDACTED: &str = "[redacted]";
+pub(crate) const REDACTED: &str = "[redacted]";
 
 /// Redact a whole JSON-RPC message in place. Returns whether any value was replaced, so a
 /// caller can keep the original text of a message that holds nothing secret.
-pub fn redact(msg: &mut Value) -> bool {
+pub(crate) fn redact(msg: &mut Value) -> bool {
     let mut changed = false;
     let is_authenticate = msg.get("method").and_then(Value::as_str) == Some("authenticate");
     if is_authenticate {
@@ -65,7 +65,7 @@ fn redact_all_strings(v: &mut Value, keep_keys: &[&str], changed: &mut bool) {
 /// A command line with credential-looking arguments hidden: the value after a flag whose name
 /// looks like a credential (`--api-key X`, `--token=X`), and `NAME=VALUE` pairs whose name
 /// does (`GITHUB_TOKEN=...`).
-pub fn redact_command(argv: &[String]) -> Vec<String> {
+pub(crate) fn redact_command(argv: &[String]) -> Vec<String> {
     let mut out = Vec::with_capacity(argv.len());
     let mut hide_next = false;
     for arg in argv {
@@ -87,7 +87,7 @@ pub fn redact_command(argv: &[String]) -> Vec<String> {
 }
 
 /// Whether a key names a credential. Lowercased, `-`/`_` ignored.
-pub fn is_secret_key(key: &str) -> bool {
+pub(crate) fn is_secret_key(key: &str) -> bool {
     let k: String = key
         .chars()
         .filter(|c| *c != '_' && *c != '-')

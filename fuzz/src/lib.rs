@@ -1,15 +1,15 @@
 //! The functions the fuzz targets call. The normal test suite runs the checked-in seed corpus
 //! (`fuzz/corpus-seed/<target>/`) and every crash regression through these same functions
-//! (`tests/fuzz_corpus.rs` includes this file), so they use only what the main crate's
+//! (`tests/it/fuzz_corpus.rs` includes this file), so they use only what the main crate's
 //! tests can use too.
 //!
 //! Each function panics when an invariant breaks; the fuzzer reports the panic as a crash.
 
-use acp_proxy::config::Display;
-use acp_proxy::engine::envelope::{self, Kind, Parsed};
-use acp_proxy::engine::{Action, Engine, EngineConfig};
+use acp_proxy::engine::{Action, Engine, EngineConfig, SubagentDisplay, ZedOptions};
 use acp_proxy::subagents::ids;
-use acp_proxy::transport::framing::{line_body, Frame, LineCodec};
+use acp_proxy::transport::framing::{Frame, LineCodec};
+use acp_proxy::wire::envelope::{self, Kind, Parsed};
+use acp_proxy::wire::line_body;
 use bytes::{Bytes, BytesMut};
 use tokio_util::codec::Decoder;
 
@@ -282,9 +282,12 @@ fn meta(parent: Option<&str>, tool_name: Option<&str>) -> String {
 pub fn engine(data: &[u8]) {
     let mut d = Driver {
         engine: Engine::new(EngineConfig {
-            display: Display::Zed,
-            permission_hold_ms: 100,
-            max_held_permissions: 4,
+            display: SubagentDisplay::Zed,
+            zed: ZedOptions {
+                permission_hold_ms: 100,
+                max_held_permissions: 4,
+                ..ZedOptions::default()
+            },
             ..EngineConfig::default()
         }),
         now: 0,

@@ -7,12 +7,12 @@ use acp_proxy::config::{self, Config, ConfigSource};
 use acp_proxy::store::{self, StoreLocation};
 
 /// Global flags that change the effective settings.
-pub struct Overrides {
+pub(crate) struct Overrides {
     pub log_level: Option<String>,
     pub store: Option<StoreLocation>,
 }
 
-pub fn run(explicit: Option<&Path>, overrides: Overrides) -> anyhow::Result<i32> {
+pub(crate) fn run(explicit: Option<&Path>, overrides: Overrides) -> anyhow::Result<i32> {
     let source = ConfigSource::locate(explicit);
     if let Some(note) = config::ignored_local_config(&source) {
         eprintln!("acp-proxy: {note}");
@@ -32,7 +32,7 @@ pub fn run(explicit: Option<&Path>, overrides: Overrides) -> anyhow::Result<i32>
 }
 
 /// The settings as TOML, with the store's default path filled in (that is where it goes).
-pub fn effective_toml(cfg: &Config) -> anyhow::Result<String> {
+pub(crate) fn effective_toml(cfg: &Config) -> anyhow::Result<String> {
     let mut cfg = cfg.clone();
     if cfg.store.location.is_none() {
         if let Ok(path) = store::default_path() {

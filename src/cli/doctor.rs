@@ -12,9 +12,10 @@ use std::time::Duration;
 use anyhow::Context;
 use serde_json::Value;
 
-use acp_proxy::config::{Config, Display};
+use acp_proxy::config::Config;
 use acp_proxy::engine::Mode;
-use acp_proxy::store::{self, StoreLocation};
+use acp_proxy::engine::SubagentDisplay as Display;
+use acp_proxy::store::StoreLocation;
 use acp_proxy::subagents::select::AgentInfo;
 
 use super::agents::{self, KnownAgent};
@@ -22,13 +23,13 @@ use super::{absolute, shell_line};
 use probe::Outcome;
 
 #[derive(clap::Args, Debug)]
-pub struct DoctorArgs {
+pub(crate) struct DoctorArgs {
     /// A known agent instead of a command (see `acp-proxy setup zed --list`).
     #[arg(long, value_name = "NAME", conflicts_with = "command")]
     agent: Option<String>,
     /// How long the agent may take to answer `initialize` (npx may download it first):
     /// seconds, or a number followed by s, m or h.
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = store::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = acp_proxy::units::parse_duration)]
     timeout: Duration,
     /// The agent to check, after `--`: e.g. `-- npx @agentclientprotocol/claude-agent-acp`.
     #[arg(last = true, value_name = "AGENT COMMAND")]
@@ -81,12 +82,12 @@ impl Report {
 }
 
 /// Global flags that change the proxy's settings.
-pub struct Overrides<'a> {
+pub(crate) struct Overrides<'a> {
     pub config: Option<&'a Path>,
     pub store: Option<StoreLocation>,
 }
 
-pub fn run(args: DoctorArgs, overrides: Overrides<'_>) -> anyhow::Result<i32> {
+pub(crate) fn run(args: DoctorArgs, overrides: Overrides<'_>) -> anyhow::Result<i32> {
     let (known, command) = match &args.agent {
         Some(name) => {
             let a = agents::by_name(name)

@@ -15,7 +15,7 @@ use serde_json::Value;
 /// `$FLATPAK_XDG_CONFIG_HOME/zed/settings.json` inside a Flatpak, else
 /// `$XDG_CONFIG_HOME/zed/settings.json` (an absolute value only), else
 /// `~/.config/zed/settings.json`; on macOS always `~/.config/zed/settings.json`.
-pub fn default_path() -> Option<PathBuf> {
+pub(crate) fn default_path() -> Option<PathBuf> {
     let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
     path_from(
         cfg!(target_os = "linux"),
@@ -45,7 +45,7 @@ fn path_from(
 
 /// What a merge found or did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Merge {
+pub(crate) enum Merge {
     /// The entry was there already (under this name): nothing to write.
     Unchanged { name: String },
     /// A new entry.
@@ -55,7 +55,7 @@ pub enum Merge {
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum MergeError {
+pub(crate) enum MergeError {
     #[error("it is not valid JSON with comments: {0}")]
     Parse(String),
     #[error("its top level is not an object")]
@@ -92,7 +92,11 @@ const OWNED_KEYS: [&str; 3] = ["type", "command", "args"];
 /// An existing entry of that name gets the proxy's keys (`type`, `command`, `args`) set and
 /// keeps the others (`env`, `default_model`, ...). An entry under another name that already has
 /// the same `type`, `command` and `args` counts as done.
-pub fn merge(text: &str, name: &str, entry: &Value) -> Result<(Merge, Option<String>), MergeError> {
+pub(crate) fn merge(
+    text: &str,
+    name: &str,
+    entry: &Value,
+) -> Result<(Merge, Option<String>), MergeError> {
     let root =
         CstRootNode::parse(text, &parse_options()).map_err(|e| MergeError::Parse(e.to_string()))?;
     if root.value().is_some() && root.object_value().is_none() {

@@ -6,7 +6,7 @@ use serde_json::value::RawValue;
 
 /// A request still waiting for its response.
 #[derive(Debug, Clone)]
-pub struct PendingRequest {
+pub(super) struct PendingRequest {
     pub id: Box<RawValue>,
     pub method: String,
     /// The session the request names, when the router needs it for the response.
@@ -16,13 +16,13 @@ pub struct PendingRequest {
 
 /// Pending requests of one direction of one connection.
 #[derive(Debug, Default)]
-pub struct PendingRequests {
+pub(super) struct PendingRequests {
     by_id: HashMap<String, PendingRequest>,
     next_seq: u64,
 }
 
 impl PendingRequests {
-    pub fn insert(&mut self, id: &RawValue, method: &str, session: Option<&str>) {
+    pub(super) fn insert(&mut self, id: &RawValue, method: &str, session: Option<&str>) {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.by_id.insert(
@@ -36,24 +36,20 @@ impl PendingRequests {
         );
     }
 
-    pub fn remove(&mut self, id: &RawValue) -> Option<PendingRequest> {
+    pub(super) fn remove(&mut self, id: &RawValue) -> Option<PendingRequest> {
         self.by_id.remove(id.get())
     }
 
-    pub fn get(&self, id: &RawValue) -> Option<&PendingRequest> {
-        self.by_id.get(id.get())
-    }
-
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.by_id.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.by_id.is_empty()
     }
 
     /// Take every pending request, oldest first.
-    pub fn drain_in_order(&mut self) -> Vec<PendingRequest> {
+    pub(super) fn drain_in_order(&mut self) -> Vec<PendingRequest> {
         let mut all: Vec<PendingRequest> = self.by_id.drain().map(|(_, r)| r).collect();
         all.sort_by_key(|r| r.seq);
         all

@@ -27,79 +27,17 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 pub use settings::{
-    default_path, parse_bytes, parse_duration, StoreConfig, StoreLocation, DEFAULT_MAX_AGE,
-    DEFAULT_MAX_BYTES, DEFAULT_QUEUE_OPS,
+    default_path, StoreConfig, StoreLocation, DEFAULT_MAX_AGE, DEFAULT_MAX_BYTES, DEFAULT_QUEUE_OPS,
 };
+
+pub use crate::subagents::model::{ChildState, TurnRange};
+pub use crate::subagents::persist::{StoreOp, StoredChild};
 
 use logs::LogDir;
 use writer::{Msg, Writer};
 
 /// How long a connection waits for another connection's lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// One child session as stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredChild {
-    /// Deterministic id the proxy gave the child.
-    pub child_id: String,
-    pub parent_session_id: String,
-    pub spawn_tool_call_id: String,
-    /// Agent identity (agentInfo name or command).
-    pub agent: String,
-    pub cwd: Option<String>,
-    pub title: Option<String>,
-    /// "announced" | "running" | "completed" | "failed" | "cancelled".
-    pub state: String,
-    /// The child's session/update `update` objects, exact JSON text, in order.
-    pub updates: Vec<String>,
-    pub entry_count: u32,
-    /// Index ranges per turn.
-    pub turns: Vec<TurnRange>,
-    /// Unix seconds of the last write to this child.
-    pub updated_at: i64,
-}
-
-/// The entry indices of one turn of a child (`end` inclusive; `None` while the turn runs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TurnRange {
-    pub start: u32,
-    pub end: Option<u32>,
-}
-
-/// Writes, sent to the writer; applied in order, batched in transactions.
-///
-/// A write naming a child that has no row yet creates a placeholder row (empty parent, agent
-/// and tool call id, state `announced`) that a later `UpsertChild` completes: nothing is lost
-/// to an ordering slip.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StoreOp {
-    /// Create the child, or update its fields. `cwd` and `title` given as `None` keep the
-    /// stored value.
-    UpsertChild {
-        child_id: String,
-        parent_session_id: String,
-        spawn_tool_call_id: String,
-        agent: String,
-        cwd: Option<String>,
-        title: Option<String>,
-        state: String,
-    },
-    /// One update, appended after the previous ones of that child.
-    AppendUpdate {
-        child_id: String,
-        /// Shared with the child's thread in memory: the text is not copied to be stored.
-        update: std::sync::Arc<str>,
-    },
-    SetState {
-        child_id: String,
-        state: String,
-    },
-    SetIndices {
-        child_id: String,
-        entry_count: u32,
-        turns: Vec<TurnRange>,
-    },
-}
 
 /// What `acp-proxy store stats` prints.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -734,6 +672,8 @@ fn load_child(
         what,
         problem,
     };
+    let state = ChildState::from_stored(&state)
+        .ok_or_else(|| malformed("state", format!("`{state}` is not a child state")))?;
     let turns = decode_turns(&turns).map_err(|p| malformed("turns", p))?;
     let entry_count = u32::try_from(entry_count)
         .map_err(|_| malformed("entry_count", format!("{entry_count} is out of range")))?;

@@ -11,10 +11,10 @@ use super::StoreError;
 
 /// `PRAGMA application_id` of an acp-proxy store ("acpp"), so that a path pointing at some
 /// other SQLite database is refused instead of altered.
-pub const APPLICATION_ID: i64 = 0x6163_7070;
+pub(super) const APPLICATION_ID: i64 = 0x6163_7070;
 
 /// Ordered migrations; entry `i` takes the schema from version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[
+pub(super) const MIGRATIONS: &[&str] = &[
     // 1: children and their updates.
     r#"
     PRAGMA application_id = 1633906800;
@@ -61,12 +61,12 @@ pub const MIGRATIONS: &[&str] = &[
 ];
 
 /// The schema version this build writes.
-pub fn latest() -> u32 {
+pub(super) fn latest() -> u32 {
     MIGRATIONS.len() as u32
 }
 
 /// Bring the database to [`latest`]. Returns the version found.
-pub fn migrate(conn: &mut Connection, location: &str) -> Result<u32, StoreError> {
+pub(super) fn migrate(conn: &mut Connection, location: &str) -> Result<u32, StoreError> {
     let open_err = |source: rusqlite::Error| classify_open_error(location, source);
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -121,7 +121,7 @@ pub fn migrate(conn: &mut Connection, location: &str) -> Result<u32, StoreError>
 }
 
 /// Turn an SQLite error met while opening into the most helpful [`StoreError`].
-pub fn classify_open_error(location: &str, source: rusqlite::Error) -> StoreError {
+pub(super) fn classify_open_error(location: &str, source: rusqlite::Error) -> StoreError {
     match source.sqlite_error_code() {
         Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => StoreError::Corrupt {
             location: location.to_owned(),

@@ -79,10 +79,16 @@ pub struct StoreConfig {
     )]
     pub location: Option<StoreLocation>,
     /// Children not updated for this long are removed. Zero: no age limit.
-    #[serde(deserialize_with = "de_duration", serialize_with = "ser_duration")]
+    #[serde(
+        deserialize_with = "crate::units::de_duration",
+        serialize_with = "crate::units::ser_duration"
+    )]
     pub max_age: Duration,
     /// The oldest children are removed until the database is under this size. Zero: no limit.
-    #[serde(deserialize_with = "de_bytes", serialize_with = "ser_bytes")]
+    #[serde(
+        deserialize_with = "crate::units::de_bytes",
+        serialize_with = "crate::units::ser_bytes"
+    )]
     pub max_bytes: u64,
     /// Writes the queue holds before `Store::submit` waits for the disk (at least 1).
     #[serde(deserialize_with = "de_queue_ops")]
@@ -125,64 +131,6 @@ fn state_path(xdg_state_home: Option<OsString>, home: Option<OsString>) -> Optio
     Some(base.join("acp-proxy").join("store.sqlite3"))
 }
 
-/// Parse a duration: whole seconds (`3600`), or a number followed by `s`, `m`, `h` or `d`.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let bad = || {
-        format!(
-            "`{text}` is not a duration: use seconds (3600) or a number followed by s, m, h or d \
-             (\"90m\", \"12h\", \"30d\")"
-        )
-    };
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (digits, unit) = text.split_at(split);
-    let n: u64 = digits.parse().map_err(|_| bad())?;
-    let scale = match unit.trim() {
-        "" | "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        _ => return Err(bad()),
-    };
-    n.checked_mul(scale)
-        .map(Duration::from_secs)
-        .ok_or_else(bad)
-}
-
-/// Parse a size: bytes (`536870912`), or a number followed by `B`, `KiB`, `MiB` or `GiB`.
-pub fn parse_bytes(text: &str) -> Result<u64, String> {
-    let text = text.trim();
-    let bad = || {
-        format!(
-            "`{text}` is not a size: use bytes (536870912) or a number followed by B, KiB, MiB \
-             or GiB (\"512MiB\")"
-        )
-    };
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (digits, unit) = text.split_at(split);
-    let n: u64 = digits.parse().map_err(|_| bad())?;
-    let scale: u64 = match unit.trim() {
-        "" | "B" => 1,
-        "KiB" => 1 << 10,
-        "MiB" => 1 << 20,
-        "GiB" => 1 << 30,
-        _ => return Err(bad()),
-    };
-    n.checked_mul(scale).ok_or_else(bad)
-}
-
-/// A TOML value that may be written as an integer or as a string.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum IntOrText {
-    Int(u64),
-    Text(String),
-}
-
 fn de_location<'de, D: Deserializer<'de>>(d: D) -> Result<Option<StoreLocation>, D::Error> {
     let text = String::deserialize(d)?;
     if text.is_empty() {
@@ -193,47 +141,10 @@ fn de_location<'de, D: Deserializer<'de>>(d: D) -> Result<Option<StoreLocation>,
     Ok(Some(StoreLocation::parse(&text)))
 }
 
-fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    match IntOrText::deserialize(d)? {
-        IntOrText::Int(secs) => Ok(Duration::from_secs(secs)),
-        IntOrText::Text(t) => parse_duration(&t).map_err(serde::de::Error::custom),
-    }
-}
-
-fn de_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    match IntOrText::deserialize(d)? {
-        IntOrText::Int(n) => Ok(n),
-        IntOrText::Text(t) => parse_bytes(&t).map_err(serde::de::Error::custom),
-    }
-}
-
-// Written back in the units `proxy.toml` uses, largest exact unit first ("30d", "512MiB").
-
 fn ser_location<S: Serializer>(l: &Option<StoreLocation>, s: S) -> Result<S::Ok, S::Error> {
     match l {
         Some(l) => s.collect_str(l),
         None => s.serialize_none(),
-    }
-}
-
-fn ser_duration<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    let secs = d.as_secs();
-    let unit = [(86_400, "d"), (3600, "h"), (60, "m")]
-        .into_iter()
-        .find(|(scale, _)| secs > 0 && secs % scale == 0);
-    match unit {
-        Some((scale, name)) => s.collect_str(&format_args!("{}{name}", secs / scale)),
-        None => s.collect_str(&format_args!("{secs}s")),
-    }
-}
-
-fn ser_bytes<S: Serializer>(n: &u64, s: S) -> Result<S::Ok, S::Error> {
-    let unit = [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")]
-        .into_iter()
-        .find(|(scale, _)| *n > 0 && n % scale == 0);
-    match unit {
-        Some((scale, name)) => s.collect_str(&format_args!("{}{name}", n / scale)),
-        None => s.collect_str(&format_args!("{n}B")),
     }
 }
 
@@ -248,76 +159,6 @@ fn de_queue_ops<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
-    use std::path::Path;
-
-    fn parse(text: &str) -> Result<Config, crate::config::ConfigError> {
-        Config::from_toml(text, Path::new("t.toml"))
-    }
-
-    #[test]
-    fn durations_and_sizes() {
-        assert_eq!(parse_duration("30d"), Ok(Duration::from_secs(30 * 86_400)));
-        assert_eq!(parse_duration("12h"), Ok(Duration::from_secs(12 * 3600)));
-        assert_eq!(parse_duration("90m"), Ok(Duration::from_secs(90 * 60)));
-        assert_eq!(parse_duration("45s"), Ok(Duration::from_secs(45)));
-        assert_eq!(parse_duration("3600"), Ok(Duration::from_secs(3600)));
-        for bad in ["", "d", "3w", "1.5h", "-1d", "99999999999999999999d"] {
-            assert!(parse_duration(bad).is_err(), "{bad:?} accepted");
-        }
-        assert_eq!(parse_bytes("512MiB"), Ok(512 << 20));
-        assert_eq!(parse_bytes("1GiB"), Ok(1 << 30));
-        assert_eq!(parse_bytes("10KiB"), Ok(10 << 10));
-        assert_eq!(parse_bytes("100B"), Ok(100));
-        assert_eq!(parse_bytes("100"), Ok(100));
-        for bad in ["", "MiB", "5MB", "5 TiB", "1.5GiB"] {
-            assert!(parse_bytes(bad).is_err(), "{bad:?} accepted");
-        }
-    }
-
-    #[test]
-    fn store_section_parses_all_spellings() {
-        let cfg = parse("[store]\npath = \"memory\"\nmax_age = \"12h\"\nmax_bytes = \"1MiB\"")
-            .expect("parses");
-        assert_eq!(cfg.store.location, Some(StoreLocation::Memory));
-        assert_eq!(cfg.store.max_age, Duration::from_secs(12 * 3600));
-        assert_eq!(cfg.store.max_bytes, 1 << 20);
-        assert!(cfg.store.background_prune);
-        let cfg =
-            parse("[store]\npath = \"/x/s.db\"\nmax_age = 60\nmax_bytes = 4096\nqueue_ops = 2")
-                .expect("parses");
-        assert_eq!(
-            cfg.store.location,
-            Some(StoreLocation::Path("/x/s.db".into()))
-        );
-        assert_eq!(cfg.store.max_age, Duration::from_secs(60));
-        assert_eq!(cfg.store.max_bytes, 4096);
-        assert_eq!(cfg.store.queue_ops, 2);
-    }
-
-    #[test]
-    fn store_errors_name_the_key() {
-        for (text, key) in [
-            ("[store]\nmax_age = \"30 days\"", "max_age"),
-            ("[store]\nmax_bytes = \"lots\"", "max_bytes"),
-            ("[store]\nqueue_ops = 0", "queue_ops"),
-            ("[store]\npaht = \"x\"", "paht"),
-            ("[store]\npath = \"\"", "path"),
-        ] {
-            let e = parse(text).expect_err(text).to_string();
-            assert!(e.contains(key), "{text}: {e}");
-        }
-    }
-
-    #[test]
-    fn example_file_matches_defaults() {
-        let cfg = parse(include_str!("../../proxy.toml")).expect("example config parses");
-        let def = StoreConfig::default();
-        assert_eq!(cfg.store.location, def.location);
-        assert_eq!(cfg.store.max_age, def.max_age);
-        assert_eq!(cfg.store.max_bytes, def.max_bytes);
-        assert_eq!(cfg.store.queue_ops, def.queue_ops);
-    }
 
     #[test]
     fn default_path_follows_xdg() {

@@ -24,6 +24,7 @@ fn memory_cfg() -> StoreConfig {
 }
 
 fn upsert(child: &str, parent: &str, title: Option<&str>, state: &str) -> StoreOp {
+    let state = ChildState::from_stored(state).expect("a child state");
     StoreOp::UpsertChild {
         child_id: child.into(),
         parent_session_id: parent.into(),
@@ -31,7 +32,7 @@ fn upsert(child: &str, parent: &str, title: Option<&str>, state: &str) -> StoreO
         agent: "demo".into(),
         cwd: Some("/work".into()),
         title: title.map(Into::into),
-        state: state.into(),
+        state,
     }
 }
 
@@ -53,7 +54,7 @@ fn round_trip(store: &Store) {
     store.submit(upsert("c1", "p1", Some("Survey text files"), "announced"));
     store.submit(StoreOp::SetState {
         child_id: "c1".into(),
-        state: "running".into(),
+        state: ChildState::Running,
     });
     for u in updates {
         store.submit(append("c1", u));
@@ -82,7 +83,7 @@ fn round_trip(store: &Store) {
     assert_eq!(child.agent, "demo");
     assert_eq!(child.cwd.as_deref(), Some("/work"));
     assert_eq!(child.title.as_deref(), Some("Survey text files"));
-    assert_eq!(child.state, "running");
+    assert_eq!(child.state.as_str(), "running");
     assert_eq!(child.updates, updates);
     assert_eq!(child.entry_count, 3);
     assert_eq!(child.turns, turns);
@@ -275,12 +276,12 @@ fn writes_before_upsert_land_in_a_placeholder_that_upsert_completes() {
     store.submit(append("early", "{}"));
     store.submit(StoreOp::SetState {
         child_id: "early".into(),
-        state: "running".into(),
+        state: ChildState::Running,
     });
     store.flush().expect("flush");
     let placeholder = store.child("early").expect("read").expect("stored");
     assert_eq!(placeholder.parent_session_id, "");
-    assert_eq!(placeholder.state, "running");
+    assert_eq!(placeholder.state.as_str(), "running");
     assert_eq!(placeholder.updates, ["{}"]);
     store.submit(upsert("early", "p", Some("Task"), "running"));
     // Upserting again without cwd/title keeps the stored ones.
@@ -291,14 +292,14 @@ fn writes_before_upsert_land_in_a_placeholder_that_upsert_completes() {
         agent: "demo".into(),
         cwd: None,
         title: None,
-        state: "completed".into(),
+        state: ChildState::Completed,
     });
     store.flush().expect("flush");
     let child = store.child("early").expect("read").expect("stored");
     assert_eq!(child.parent_session_id, "p");
     assert_eq!(child.title.as_deref(), Some("Task"));
     assert_eq!(child.cwd.as_deref(), Some("/work"));
-    assert_eq!(child.state, "completed");
+    assert_eq!(child.state.as_str(), "completed");
     assert_eq!(child.updates, ["{}"]);
 }
 
@@ -383,6 +384,32 @@ fn a_store_from_a_newer_proxy_is_refused() {
     let err = Store::open(&file_cfg(&path)).expect_err("too new");
     assert!(matches!(err, StoreError::TooNew { .. }), "{err}");
     assert!(err.to_string().contains("newer"), "{err}");
+}
+
+#[test]
+fn a_child_with_a_state_this_proxy_does_not_know_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("s.db");
+    let store = Store::open(&file_cfg(&path)).expect("open");
+    store.submit(upsert("c1", "p1", Some("Task"), "completed"));
+    store.flush().expect("flush");
+    drop(store);
+    let conn = Connection::open(&path).expect("raw open");
+    conn.execute(
+        "UPDATE children SET state = 'paused' WHERE child_id = 'c1'",
+        [],
+    )
+    .expect("update");
+    drop(conn);
+    let store = Store::open(&file_cfg(&path)).expect("reopen");
+    // Read as "running" it would be shown as still working: an error says what is wrong.
+    let err = store.child("c1").expect_err("unknown state");
+    assert!(
+        matches!(err, StoreError::Malformed { what: "state", .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("`paused`"), "{err}");
+    assert!(store.children_of("p1").is_err());
 }
 
 #[test]

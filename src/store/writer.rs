@@ -538,7 +538,7 @@ fn apply(conn: &Connection, op: &StoreOp, now: i64) -> Result<(), BatchError> {
                 agent,
                 cwd,
                 title,
-                state,
+                state.as_str(),
                 now
             ])?;
         }
@@ -549,7 +549,7 @@ fn apply(conn: &Connection, op: &StoreOp, now: i64) -> Result<(), BatchError> {
         StoreOp::SetState { child_id, state } => {
             ensure_child(conn, child_id, now)?;
             conn.prepare_cached("UPDATE children SET state = ?2 WHERE child_id = ?1")?
-                .execute(params![child_id, state])?;
+                .execute(params![child_id, state.as_str()])?;
         }
         StoreOp::SetIndices {
             child_id,

@@ -15,7 +15,7 @@ use super::lines::Transcript;
 use super::preset::{EndRule, Preset};
 use super::spec::{ChildReplay, SiblingContent, SpawnEventKind, TranscriptOn};
 use super::vocab::{first_text, value_text, Source};
-use crate::engine::scan::{Found, Signals};
+use crate::wire::keys::{string_after_key, Found, Signals};
 
 /// The active presets, plus the byte markers that let the engine skip frames cheaply.
 /// Cheap to clone (the reader thread has its own).
@@ -174,10 +174,15 @@ impl Detector {
     }
 
     /// Which keys (fixed ones, parent keys, spawn markers) occur in a raw frame: one pass.
-    /// A frame without [`kind::SPAWN`](crate::engine::scan::kind::SPAWN) cannot hold a spawn,
-    /// one without [`kind::PARENT`](crate::engine::scan::kind::PARENT) names no parent.
+    /// A frame without [`kind::SPAWN`](crate::wire::keys::kind::SPAWN) cannot hold a spawn,
+    /// one without [`kind::PARENT`](crate::wire::keys::kind::PARENT) names no parent.
     pub fn scan(&self, raw: &[u8]) -> Found {
         self.0.signals.scan(raw)
+    }
+
+    /// The byte searches behind [`Detector::scan`], for reading frames ahead elsewhere.
+    pub(crate) fn signals(&self) -> &Signals {
+        &self.0.signals
     }
 
     /// The tool call id of the spawn this child event belongs to, if any preset names one.
@@ -472,22 +477,6 @@ pub fn sibling_owner<'a>(
         [one] => SiblingOwner::One(one),
         _ => SiblingOwner::Ambiguous(hits),
     }
-}
-
-/// The string after `"key"`: `: "value"`, for a value without escapes.
-pub(crate) fn string_after_key(rest: &str) -> Option<&str> {
-    let value = string_after_key_bytes(rest.as_bytes())?;
-    // The value lies between two quotes, so it starts and ends on character boundaries.
-    std::str::from_utf8(value).ok()
-}
-
-/// [`string_after_key`] over raw bytes: the value's bytes, without escapes.
-pub(crate) fn string_after_key_bytes(rest: &[u8]) -> Option<&[u8]> {
-    let rest = rest.trim_ascii_start().strip_prefix(b":")?;
-    let rest = rest.trim_ascii_start().strip_prefix(b"\"")?;
-    let end = memchr::memchr(b'"', rest)?;
-    let value = &rest[..end];
-    memchr::memchr(b'\\', value).is_none().then_some(value)
 }
 
 #[cfg(test)]

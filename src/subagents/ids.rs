@@ -3,6 +3,54 @@
 //! A child's id is derived from (parent session id, spawn tool call id) only, so a replay after
 //! a restart yields the same id and the durable store can answer for it.
 
+use std::borrow::Borrow;
+use std::fmt;
+use std::ops::Deref;
+
+/// The client-facing id of a child session the proxy made: it names a child, never a session
+/// of the agent's (functions that take one cannot be handed a session id by mistake). Derefs
+/// to the id's text.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(transparent)]
+pub struct ChildId(String);
+
+impl ChildId {
+    /// The id of the child spawned by `spawn_tool_call_id` in `parent_session_id`.
+    pub fn derive(parent_session_id: &str, spawn_tool_call_id: &str) -> ChildId {
+        ChildId(child_session_id(parent_session_id, spawn_tool_call_id))
+    }
+
+    /// An id known to be a child's (the store's, or one the client named and the registry
+    /// knows).
+    pub fn known(id: String) -> ChildId {
+        ChildId(id)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Deref for ChildId {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Borrow<str> for ChildId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ChildId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// Prefix of every child session id the proxy hands out.
 pub const CHILD_ID_PREFIX: &str = "acpx-sub-";
 

@@ -1,18 +1,18 @@
-//! Subagents: the model, the per-agent detectors (presets as data: `spec` as written, `vocab`
-//! and `preset` compiled, `presets` the set, `select` the choice per agent, `lines` the
-//! transcript grammar, `detect` the matcher), and the Zed renderer.
+//! Subagents: one model of them, the per-agent signatures that find them in the agent's
+//! traffic (presets as data: `spec` as written, `vocab` and `preset` compiled, `presets` the
+//! set, `select` the choice per agent, `lines` the transcript grammar, `detect` the matcher),
+//! and the renderers that show them to the client.
 
 pub mod detect;
-pub mod entries;
+pub(crate) mod entries;
 pub mod ids;
 pub mod lines;
 pub mod model;
-pub mod pair;
+pub(crate) mod pair;
 pub mod persist;
 pub mod preset;
 pub mod presets;
+pub mod render;
 pub mod select;
 pub mod spec;
-pub mod transcript;
 pub mod vocab;
-pub mod zed;

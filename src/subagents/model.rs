@@ -10,6 +10,11 @@ use super::pair::{Pair, PairMap, PairRef};
 use serde_json::Value;
 
 use super::entries::EntryCounter;
+use super::ids::ChildId;
+
+/// The tool name given to spawn cards the proxy synthesizes (Zed's own name for subagent
+/// spawns).
+pub const SYNTHETIC_TOOL_NAME: &str = "spawn_agent";
 
 /// Lifecycle of a child: announced → running → completed / failed / cancelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,13 +37,15 @@ impl ChildState {
         }
     }
 
-    pub fn parse(s: &str) -> ChildState {
+    /// The state written as [`ChildState::as_str`]; `None` for anything else.
+    pub fn from_stored(s: &str) -> Option<ChildState> {
         match s {
-            "announced" => ChildState::Announced,
-            "completed" => ChildState::Completed,
-            "failed" => ChildState::Failed,
-            "cancelled" => ChildState::Cancelled,
-            _ => ChildState::Running,
+            "announced" => Some(ChildState::Announced),
+            "running" => Some(ChildState::Running),
+            "completed" => Some(ChildState::Completed),
+            "failed" => Some(ChildState::Failed),
+            "cancelled" => Some(ChildState::Cancelled),
+            _ => None,
         }
     }
 
@@ -60,21 +67,131 @@ impl ChildState {
     }
 }
 
-/// Entry range of one turn of a child, `end` inclusive and absent while the turn runs.
-pub use super::persist::TurnRange;
+/// The entry indices of one turn of a child (`end` inclusive; `None` while the turn runs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TurnRange {
+    pub start: u32,
+    pub end: Option<u32>,
+}
+
+/// Where a child was spawned: the coordinates every child is created from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpawnSite {
+    /// The agent session the child's events arrive on: the top-level session for legacy
+    /// wires, the child's own agent session for standard ACP.
+    pub agent_session: String,
+    /// Client-facing id of the session whose thread holds the spawn card.
+    pub parent: String,
+    /// The top-level session (one the client created or loaded) the child belongs to.
+    pub top_session: String,
+    /// The spawn's tool call id (synthesized for standard ACP children).
+    pub spawn_id: String,
+}
+
+/// What the child's spawn card shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Card {
+    /// Open, titled with the task.
+    #[default]
+    Open,
+    /// Open, titled with the child's latest step (live progress); the task title comes back
+    /// when the card gets its final status.
+    Progress,
+    /// The card has its final status. A background child may still add to its thread (the
+    /// card's range grows), and a continued child opens it again.
+    Final,
+}
+
+/// Live progress: the child's steps (tool calls) so far and the latest one's title, kept
+/// across the child's turns.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Progress {
+    pub steps: u32,
+    pub activity: Option<String>,
+}
+
+/// Whether the client has the child's thread open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum View {
+    /// Not loaded: the child's events are recorded, and shown once the client loads it.
+    #[default]
+    Closed,
+    /// Loaded: live updates go to the client under the child's id.
+    Loaded,
+}
+
+/// How the client's Stop on the child reaches the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StopRoute {
+    /// The agent cannot cancel the child alone: the parent's turn is cancelled (or nothing,
+    /// as `child_cancel` says).
+    #[default]
+    ViaParent,
+    /// The agent announced it can cancel this child on its own (standard
+    /// `capabilities.cancel`): the child's own session is cancelled.
+    Direct,
+}
+
+/// Whether the client asked to stop the child. A child is shown cancelled only once the
+/// agent confirms or the parent's turn ends, never on the request alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Cancel {
+    #[default]
+    NotAsked,
+    Asked,
+}
+
+/// Whether the child's thread starts with its task prompt yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Prompt {
+    #[default]
+    Awaited,
+    Recorded,
+}
+
+/// How the child runs beside its spawn tool call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Run {
+    /// Its spawn tool call completes when the child does.
+    #[default]
+    Foreground,
+    /// It runs on after its spawn tool call completed (Claude's background agents): that
+    /// completion is only the launch notice.
+    Background,
+}
+
+/// During a replay of the parent (a client's `session/load`): whether this child's events are
+/// new or already in its recorded thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Replay {
+    /// Record what arrives.
+    #[default]
+    Live,
+    /// The thread already holds what the replay brings: record nothing again.
+    Known,
+}
+
+/// Whether the proxy still models the child.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Tracking {
+    #[default]
+    Modelled,
+    /// Over a limit: the child's further events pass through to the parent unchanged.
+    PassThrough,
+}
 
 /// A child session the proxy serves to the client.
 #[derive(Debug, Clone)]
 pub struct Child {
     /// Client-facing id, derived from (parent, spawn).
-    pub id: String,
+    pub id: ChildId,
     /// Client-facing id of the session whose thread holds the spawn card.
     pub parent: String,
     /// The agent session the child's events arrive on: the top-level session for legacy
     /// wires, the child's own agent session for standard ACP (see `agent_child`).
-    pub root: String,
+    pub agent_session: String,
     /// The top-level session (one the client created or loaded) this child belongs to.
-    pub top: String,
+    pub top_session: String,
     pub spawn_id: String,
     /// The agent's own session id for this child (standard ACP subagents).
     pub agent_child: Option<String>,
@@ -87,48 +204,35 @@ pub struct Child {
     pub thread: Vec<Arc<str>>,
     pub entries: EntryCounter,
     pub turns: Vec<TurnRange>,
-    /// The client loaded this child: live updates go to it under `id`.
-    pub loaded: bool,
-    /// The agent can cancel this child on its own (standard `capabilities.cancel`).
-    pub can_cancel: bool,
-    pub cancel_requested: bool,
-    pub prompt_recorded: bool,
-    /// Runs on after its spawn tool call completed (Claude background agents).
-    pub background: bool,
-    /// The spawn card got its final status.
-    pub card_final: bool,
-    /// Live progress: tool calls so far and the latest one's title.
-    pub steps: u32,
-    pub activity: Option<String>,
-    pub progress_shown: bool,
+    pub card: Card,
+    pub progress: Progress,
+    pub view: View,
+    pub stop_route: StopRoute,
+    pub cancel: Cancel,
+    pub prompt: Prompt,
+    pub run: Run,
+    pub replay: Replay,
+    pub tracking: Tracking,
     /// Message ids of standard `session_message`s already recorded (they arrive twice).
     pub seen_messages: Vec<String>,
-    /// During a replay of the parent, this child's events are already known: do not record
-    /// them again.
-    pub replay_skip: bool,
     pub cwd: Option<String>,
     /// Bytes recorded in `thread`.
     pub bytes: usize,
-    /// Over a limit: the child's events pass through to the parent unchanged.
-    pub degraded: bool,
-    /// The child's activity as the transcript flavour folds it into the card.
-    pub log: super::transcript::Log,
 }
 
 impl Child {
-    pub fn new(
-        id: String,
-        parent: String,
-        root: String,
-        top: String,
-        spawn_id: String,
-        tool_name: String,
-    ) -> Child {
+    pub fn new(id: ChildId, site: SpawnSite, tool_name: String) -> Child {
+        let SpawnSite {
+            agent_session,
+            parent,
+            top_session,
+            spawn_id,
+        } = site;
         Child {
             id,
             parent,
-            root,
-            top,
+            agent_session,
+            top_session,
             spawn_id,
             agent_child: None,
             tool_name,
@@ -140,22 +244,77 @@ impl Child {
                 start: 0,
                 end: None,
             }],
-            loaded: false,
-            can_cancel: false,
-            cancel_requested: false,
-            prompt_recorded: false,
-            background: false,
-            card_final: false,
-            steps: 0,
-            activity: None,
-            progress_shown: false,
+            card: Card::Open,
+            progress: Progress::default(),
+            view: View::Closed,
+            stop_route: StopRoute::ViaParent,
+            cancel: Cancel::NotAsked,
+            prompt: Prompt::Awaited,
+            run: Run::Foreground,
+            replay: Replay::Live,
+            tracking: Tracking::Modelled,
             seen_messages: Vec::new(),
-            replay_skip: false,
             cwd: None,
             bytes: 0,
-            degraded: false,
-            log: Default::default(),
         }
+    }
+
+    /// Whether the spawn card has its final status.
+    pub fn card_is_final(&self) -> bool {
+        self.card == Card::Final
+    }
+
+    /// Live progress: one more step, titled `activity`; the card now shows it.
+    pub fn show_step(&mut self, activity: Option<String>) {
+        self.progress.steps += 1;
+        self.progress.activity = activity;
+        self.card = Card::Progress;
+    }
+
+    /// The child's turn ended in `state`: its range closes and the card is final. Returns
+    /// whether the card showed live progress (its title must be the task's again).
+    pub fn finish_card(&mut self, state: ChildState) -> bool {
+        self.end_turn();
+        self.state = state;
+        std::mem::replace(&mut self.card, Card::Final) == Card::Progress
+    }
+
+    /// A finished child got new work (a continued subagent): a new turn in an open card.
+    /// Returns false if the card was still open.
+    pub fn reopen_card(&mut self) -> bool {
+        if !self.card_is_final() {
+            return false;
+        }
+        self.card = Card::Open;
+        self.cancel = Cancel::NotAsked;
+        self.state = ChildState::Running;
+        self.start_turn();
+        true
+    }
+
+    /// Whether the client asked to stop the child.
+    pub fn cancel_asked(&self) -> bool {
+        self.cancel == Cancel::Asked
+    }
+
+    /// Whether the client has the child's thread open.
+    pub fn is_loaded(&self) -> bool {
+        self.view == View::Loaded
+    }
+
+    /// Whether the child runs on after its spawn tool call completed.
+    pub fn is_background(&self) -> bool {
+        self.run == Run::Background
+    }
+
+    /// Whether a replay of the parent brings nothing new for this child.
+    pub fn replay_known(&self) -> bool {
+        self.replay == Replay::Known
+    }
+
+    /// Whether the child's events pass through unmodelled (it went over a limit).
+    pub fn passes_through(&self) -> bool {
+        self.tracking == Tracking::PassThrough
     }
 
     /// The turn the card shows now (the last one).
@@ -168,7 +327,7 @@ impl Child {
 
     /// A legacy child (no session of its own) that may still produce events.
     pub fn is_open_legacy(&self) -> bool {
-        self.agent_child.is_none() && (!self.state.is_final() || self.background)
+        self.agent_child.is_none() && (!self.state.is_final() || self.is_background())
     }
 
     /// Record one update by its kind and tool call id (what the entry rules read) and its
@@ -213,24 +372,24 @@ impl Child {
 /// Every child of one connection, with the lookups the router needs.
 #[derive(Debug, Default)]
 pub struct Registry {
-    pub children: HashMap<String, Child>,
+    pub children: HashMap<ChildId, Child>,
     /// (agent session carrying the spawn, spawn tool call id) → child id.
-    by_spawn: PairMap<String>,
+    by_spawn: PairMap<ChildId>,
     /// The agent's own child session id → child id (standard ACP).
-    by_agent_child: HashMap<String, String>,
+    by_agent_child: HashMap<String, ChildId>,
     /// (agent session, tool call id) of a child's own tool calls → child id.
-    tool_owner: PairMap<String>,
+    tool_owner: PairMap<ChildId>,
     /// Every tool call id in `by_spawn` and `tool_owner`, for a quick byte test.
     tool_ids: HashSet<String>,
     /// Child id → the `by_spawn` and `tool_owner` keys that were pointed at it, so that
     /// forgetting a child does not scan every map.
-    keys_of: HashMap<String, Vec<Pair>>,
+    keys_of: HashMap<ChildId, Vec<Pair>>,
 }
 
 impl Registry {
     pub fn insert(&mut self, child: Child) {
         self.tool_ids.insert(child.spawn_id.clone());
-        let key = Pair::new(&child.root, &child.spawn_id);
+        let key = Pair::new(&child.agent_session, &child.spawn_id);
         self.note_key(&child.id, key.clone());
         self.by_spawn.insert(key, child.id.clone());
         if let Some(agent_child) = &child.agent_child {
@@ -252,45 +411,46 @@ impl Registry {
         self.children.contains_key(id)
     }
 
-    pub fn by_spawn(&self, session: &str, spawn_id: &str) -> Option<&str> {
-        self.by_spawn
-            .get(&PairRef(session, spawn_id))
-            .map(String::as_str)
+    pub fn by_spawn(&self, session: &str, spawn_id: &str) -> Option<&ChildId> {
+        self.by_spawn.get(&PairRef(session, spawn_id))
     }
 
-    pub fn by_agent_child(&self, agent_session: &str) -> Option<&str> {
-        self.by_agent_child.get(agent_session).map(String::as_str)
+    pub fn by_agent_child(&self, agent_session: &str) -> Option<&ChildId> {
+        self.by_agent_child.get(agent_session)
     }
 
     /// Another id under which the agent refers to a child's spawn (standard children are
     /// also tagged with the parent's tool-use id).
-    pub fn alias_spawn(&mut self, session: &str, tool_call_id: &str, child: &str) {
+    pub fn alias_spawn(&mut self, session: &str, tool_call_id: &str, child: &ChildId) {
         self.tool_ids.insert(tool_call_id.to_owned());
         if !self.by_spawn.contains_key(&PairRef(session, tool_call_id)) {
             let key = Pair::new(session, tool_call_id);
             self.note_key(child, key.clone());
-            self.by_spawn.insert(key, child.to_owned());
+            self.by_spawn.insert(key, child.clone());
         }
     }
 
-    fn note_key(&mut self, child: &str, key: Pair) {
-        self.keys_of.entry_ref(child).or_default().push(key);
+    fn note_key(&mut self, child: &ChildId, key: Pair) {
+        match self.keys_of.get_mut(child) {
+            Some(keys) => keys.push(key),
+            None => {
+                self.keys_of.insert(child.clone(), vec![key]);
+            }
+        }
     }
 
-    pub fn tool_owner(&self, session: &str, tool_call_id: &str) -> Option<&str> {
-        self.tool_owner
-            .get(&PairRef(session, tool_call_id))
-            .map(String::as_str)
+    pub fn tool_owner(&self, session: &str, tool_call_id: &str) -> Option<&ChildId> {
+        self.tool_owner.get(&PairRef(session, tool_call_id))
     }
 
-    pub fn set_tool_owner(&mut self, session: &str, tool_call_id: &str, child: &str) {
+    pub fn set_tool_owner(&mut self, session: &str, tool_call_id: &str, child: &ChildId) {
         if self.tool_owner(session, tool_call_id) == Some(child) {
             return;
         }
         self.tool_ids.insert(tool_call_id.to_owned());
         let key = Pair::new(session, tool_call_id);
         self.note_key(child, key.clone());
-        self.tool_owner.insert(key, child.to_owned());
+        self.tool_owner.insert(key, child.clone());
     }
 
     /// Whether the client-facing id names an agent session (not one of ours).
@@ -303,7 +463,7 @@ impl Registry {
     pub fn has_open_legacy_child(&self, session: &str) -> bool {
         self.children
             .values()
-            .any(|c| c.top == session && c.is_open_legacy())
+            .any(|c| c.top_session == session && c.is_open_legacy())
     }
 
     /// Nesting depth of a session: 0 for a top-level session, 1 for its children, ...
@@ -327,7 +487,7 @@ impl Registry {
         for key in self.keys_of.remove(id).unwrap_or_default() {
             let mut gone = false;
             for map in [&mut self.by_spawn, &mut self.tool_owner] {
-                if map.get(&key).is_some_and(|v| v == id) {
+                if map.get(&key).is_some_and(|v| v.as_str() == id) {
                     map.remove(&key);
                     gone = true;
                 }
@@ -340,7 +500,7 @@ impl Registry {
             if self
                 .by_agent_child
                 .get(agent_child)
-                .is_some_and(|v| v == id)
+                .is_some_and(|v| v.as_str() == id)
             {
                 self.by_agent_child.remove(agent_child);
             }
@@ -373,13 +533,13 @@ impl Registry {
             return false;
         }
         let key_len = b"\"toolCallId\"".len();
-        let finder = &crate::engine::scan::TOOL_CALL_ID_KEY;
+        let finder = &crate::wire::keys::TOOL_CALL_ID_KEY;
         let mut rest = raw;
         while let Some(pos) = finder.find(rest) {
             rest = &rest[pos + key_len..];
             // A value is short: look at a bounded window, not the rest of the frame.
             let window = &rest[..rest.len().min(512)];
-            match super::detect::string_after_key_bytes(window).map(std::str::from_utf8) {
+            match crate::wire::keys::string_after_key_bytes(window).map(std::str::from_utf8) {
                 Some(Ok(v)) => {
                     if self.tool_ids.contains(v) {
                         return true;

@@ -6,17 +6,17 @@ use hashbrown::Equivalent;
 
 /// An owned (session, id) key.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Pair(pub String, pub String);
+pub(crate) struct Pair(pub String, pub String);
 
 impl Pair {
-    pub fn new(session: &str, id: &str) -> Pair {
+    pub(crate) fn new(session: &str, id: &str) -> Pair {
         Pair(session.to_owned(), id.to_owned())
     }
 }
 
 /// The borrowed form of [`Pair`]; it hashes exactly as a `Pair` with the same strings.
 #[derive(Debug, Clone, Copy, Hash)]
-pub struct PairRef<'a>(pub &'a str, pub &'a str);
+pub(crate) struct PairRef<'a>(pub &'a str, pub &'a str);
 
 impl Equivalent<Pair> for PairRef<'_> {
     fn equivalent(&self, key: &Pair) -> bool {
@@ -24,8 +24,8 @@ impl Equivalent<Pair> for PairRef<'_> {
     }
 }
 
-pub type PairMap<V> = hashbrown::HashMap<Pair, V>;
-pub type PairSet = hashbrown::HashSet<Pair>;
+pub(crate) type PairMap<V> = hashbrown::HashMap<Pair, V>;
+pub(crate) type PairSet = hashbrown::HashSet<Pair>;
 
 #[cfg(test)]
 mod tests {

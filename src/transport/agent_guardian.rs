@@ -24,8 +24,8 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::config::ShutdownConfig;
-use crate::transport::child::{group_alive, signal_group};
+use super::agent_process::{group_alive, signal_group};
+use super::relay::ShutdownConfig;
 
 /// The hidden subcommand that runs the guardian.
 pub const SUBCOMMAND: &str = "agent-guardian";

@@ -9,16 +9,17 @@
 //! decoder's state move with each switch, so no frame is lost, reordered or split differently.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 
 use bytes::BytesMut;
 use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::codec::{Decoder, FramedRead};
 
-use crate::engine::prescan::{AgentScan, Scanner};
-use crate::transport::framing::{lines, Frame, LineCodec};
-use crate::transport::pipe::{read_uninit, OwnedPipe};
+use crate::transport::framing::{Frame, LineCodec};
+use crate::transport::pipe::{read_into, OwnedPipe};
+use crate::wire::lines;
+use crate::wire::read_ahead::{AgentScan, Scanner};
 
 /// Chunks in flight between the reader thread and the relay: one, so the thread reads ahead
 /// by at most one read while the relay works (and nothing while the client's queue is full:
@@ -34,7 +35,7 @@ const SPARSE_READS: u32 = 4;
 
 /// One decoded frame and, for each of its lines, what the scanner found (empty for frames
 /// read inline and for pieces of oversized lines).
-pub struct Chunk {
+pub(crate) struct Chunk {
     pub frame: Frame,
     pub scans: Vec<AgentScan>,
 }
@@ -46,7 +47,7 @@ enum Msg {
 }
 
 /// Where the agent's output is read now (see the module documentation).
-pub struct AgentOutput {
+pub(crate) struct AgentOutput {
     state: State,
     /// Bytes asked for per read.
     read_buf: usize,
@@ -62,7 +63,11 @@ enum State {
 }
 
 impl AgentOutput {
-    pub fn new(stdout: OwnedFd, codec: LineCodec, read_buf: usize) -> io::Result<AgentOutput> {
+    pub(crate) fn new(
+        stdout: OwnedFd,
+        codec: LineCodec,
+        read_buf: usize,
+    ) -> io::Result<AgentOutput> {
         let pipe = OwnedPipe::new(stdout)?;
         Ok(AgentOutput {
             state: State::Inline(FramedRead::with_capacity(pipe, codec, read_buf)),
@@ -73,7 +78,7 @@ impl AgentOutput {
 
     /// After the relay handled a frame: move reading to a thread if the agent is streaming and
     /// a scanner is at hand (the engine models subagents).
-    pub fn after_chunk(&mut self, scanner: impl FnOnce() -> Option<Scanner>) {
+    pub(crate) fn after_chunk(&mut self, scanner: impl FnOnce() -> Option<Scanner>) {
         if !std::mem::take(&mut self.streaming) {
             return;
         }
@@ -103,7 +108,7 @@ impl AgentOutput {
     }
 
     /// The next frame; `None` after the end of the output.
-    pub async fn next(&mut self) -> Option<io::Result<Chunk>> {
+    pub(crate) async fn next(&mut self) -> Option<io::Result<Chunk>> {
         loop {
             match &mut self.state {
                 State::Inline(framed) => {
@@ -196,7 +201,7 @@ fn read_loop(
         if buf.capacity() - buf.len() < read_buf / 4 {
             buf = buffers.next(buf, read_buf);
         }
-        match read_some(&fd, &mut buf) {
+        match read_into(&fd, &mut buf) {
             Ok(0) => at_end = true,
             // A small read while the relay has taken everything sent so far (it waits for
             // this one): the agent is not streaming.
@@ -244,40 +249,16 @@ impl Buffers {
     }
 }
 
-/// One `read(2)` into the spare capacity of `buf`; 0 at the end of the output.
-fn read_some(fd: &OwnedFd, buf: &mut BytesMut) -> io::Result<usize> {
-    loop {
-        match read_uninit(fd.as_raw_fd(), buf.spare_capacity_mut()) {
-            Ok(n) => {
-                // SAFETY: the kernel initialised `n` bytes of the spare capacity.
-                unsafe { buf.set_len(buf.len() + n) };
-                return Ok(n);
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::io::Write;
-    use std::os::fd::FromRawFd;
 
     use super::*;
     use crate::engine::{Engine, EngineConfig};
 
     fn pipe() -> (OwnedFd, std::fs::File) {
-        let mut fds = [0; 2];
-        // SAFETY: pipe(2) fills the two descriptors, which we then own.
-        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-        // SAFETY: both descriptors were just created and are owned by nobody else.
-        unsafe {
-            (
-                OwnedFd::from_raw_fd(fds[0]),
-                std::fs::File::from_raw_fd(fds[1]),
-            )
-        }
+        let (r, w) = crate::transport::pipe::pipe();
+        (r, std::fs::File::from(w))
     }
 
     async fn next_line(out: &mut AgentOutput) -> (Vec<u8>, bool, usize) {

@@ -20,7 +20,7 @@ pub enum Frame {
     Line(Bytes),
     /// One or more complete lines, each with its terminator, from a [`LineCodec::batched`]
     /// decoder: every line that was complete in the buffer, handed out at once so the relay
-    /// can forward untouched runs with one write. Split it with [`lines`].
+    /// can forward untouched runs with one write. Split it with [`wire::lines`](crate::wire::lines).
     Lines(Bytes),
     /// A part of a line longer than the maximum frame size. `first` marks the piece that starts
     /// the line, `last` the one that ends it (it then includes the terminator).
@@ -38,26 +38,6 @@ impl Frame {
             Frame::Line(b) | Frame::Lines(b) | Frame::Piece { bytes: b, .. } => b,
         }
     }
-}
-
-/// Strip the line terminator (`\n`, `\r\n`) from a frame's bytes.
-pub fn line_body(raw: &[u8]) -> &[u8] {
-    let raw = raw.strip_suffix(b"\n").unwrap_or(raw);
-    raw.strip_suffix(b"\r").unwrap_or(raw)
-}
-
-/// The lines of a [`Frame::Lines`] chunk (or any bytes), each with its terminator, as
-/// `(start, end)` offsets; a last line without terminator is included as it is.
-pub fn lines(chunk: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
-    let mut pos = 0;
-    std::iter::from_fn(move || {
-        if pos >= chunk.len() {
-            return None;
-        }
-        let start = pos;
-        pos = memchr(&chunk[start..]).map_or(chunk.len(), |i| start + i + 1);
-        Some((start, pos))
-    })
 }
 
 /// Decoder for `\n`-delimited frames with a size limit that degrades to streaming pieces.
@@ -185,6 +165,7 @@ fn memchr(hay: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::{line_body, lines};
 
     fn decode_all(codec: &mut LineCodec, input: &[u8], chunk: usize) -> Vec<Frame> {
         let mut buf = BytesMut::new();

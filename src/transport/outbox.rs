@@ -19,7 +19,7 @@ struct Shared {
 
 /// Sending half: cheap to clone, never blocks.
 #[derive(Clone)]
-pub struct Outbox {
+pub(crate) struct Outbox {
     tx: mpsc::UnboundedSender<Bytes>,
     shared: Arc<Shared>,
     high_water: usize,
@@ -28,7 +28,7 @@ pub struct Outbox {
 impl Outbox {
     /// Start a writer task for `sink`. It stops when every `Outbox` clone is dropped (after
     /// writing what was queued) or when a write fails; `done` then fires with the error, if any.
-    pub fn spawn<W>(
+    pub(crate) fn spawn<W>(
         sink: W,
         high_water: usize,
     ) -> (Outbox, tokio::task::JoinHandle<std::io::Result<()>>)
@@ -53,7 +53,7 @@ impl Outbox {
     }
 
     /// Queue bytes for writing. Returns false if the writer has stopped (peer gone).
-    pub fn send(&self, bytes: Bytes) -> bool {
+    pub(crate) fn send(&self, bytes: Bytes) -> bool {
         if self.shared.closed.load(Ordering::Acquire) {
             return false;
         }
@@ -62,13 +62,13 @@ impl Outbox {
     }
 
     /// Whether more may be queued without passing the high-water mark.
-    pub fn has_room(&self) -> bool {
+    pub(crate) fn has_room(&self) -> bool {
         self.shared.closed.load(Ordering::Acquire)
             || self.shared.queued.load(Ordering::Acquire) < self.high_water
     }
 
     /// Wait until the queue drains below the high-water mark (or the writer stops).
-    pub async fn room(&self) {
+    pub(crate) async fn room(&self) {
         loop {
             let notified = self.shared.drained.notified();
             if self.has_room() {
@@ -79,7 +79,7 @@ impl Outbox {
     }
 
     /// Whether the writer stopped because the peer is gone.
-    pub fn is_closed(&self) -> bool {
+    pub(crate) fn is_closed(&self) -> bool {
         self.shared.closed.load(Ordering::Acquire)
     }
 }

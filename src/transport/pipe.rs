@@ -18,7 +18,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// The client's stdin: non-blocking when it is a pipe or socket.
-pub fn stdin() -> Box<dyn AsyncRead + Unpin + Send> {
+pub(crate) fn stdin() -> Box<dyn AsyncRead + Unpin + Send> {
     match Pipe::new(io::stdin().as_fd()) {
         Some(p) => Box::new(p),
         None => Box::new(tokio::io::stdin()),
@@ -27,7 +27,7 @@ pub fn stdin() -> Box<dyn AsyncRead + Unpin + Send> {
 
 /// The client's stdout: non-blocking when it is a pipe or socket (a pipe is also enlarged,
 /// see [`enlarge`]).
-pub fn stdout() -> Box<dyn AsyncWrite + Unpin + Send> {
+pub(crate) fn stdout() -> Box<dyn AsyncWrite + Unpin + Send> {
     enlarge(io::stdout().as_fd());
     match Pipe::new(io::stdout().as_fd()) {
         Some(p) => Box::new(p),
@@ -43,9 +43,10 @@ const PIPE_CAPACITY: libc::c_int = 1024 * 1024;
 /// of the reader and the writer; a larger pipe lets each side move more per system call.
 /// Best effort: not a pipe, or a refusal (over `/proc/sys/fs/pipe-max-size` or the user's
 /// pipe budget), leaves the pipe as it was.
-pub fn enlarge(fd: std::os::fd::BorrowedFd<'_>) {
+pub(crate) fn enlarge(fd: std::os::fd::BorrowedFd<'_>) {
     // SAFETY: fstat writes into the zeroed struct we pass; the descriptor is borrowed valid.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
     if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0
         || st.st_mode & libc::S_IFMT != libc::S_IFIFO
     {
@@ -62,7 +63,7 @@ pub fn enlarge(fd: std::os::fd::BorrowedFd<'_>) {
 }
 
 /// A duplicated pipe or socket descriptor in non-blocking mode.
-pub struct Pipe {
+pub(crate) struct Pipe {
     fd: AsyncFd<OwnedFd>,
     /// File status flags before we set `O_NONBLOCK` (they belong to the shared open file).
     original_flags: libc::c_int,
@@ -71,9 +72,10 @@ pub struct Pipe {
 impl Pipe {
     /// `None` when `fd` is not a pipe or socket, or cannot be set up; the caller then falls
     /// back to blocking I/O.
-    pub fn new(fd: std::os::fd::BorrowedFd<'_>) -> Option<Pipe> {
+    pub(crate) fn new(fd: std::os::fd::BorrowedFd<'_>) -> Option<Pipe> {
         // SAFETY: fstat writes into the zeroed struct we pass; the descriptor is borrowed valid.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
         if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
             return None;
         }
@@ -153,10 +155,10 @@ fn poll_read_fd(
 
 /// A pipe we own outright (the agent's stdout), read in non-blocking mode by the reactor and
 /// given back as a plain descriptor when another thread takes over reading it.
-pub struct OwnedPipe(AsyncFd<OwnedFd>);
+pub(crate) struct OwnedPipe(AsyncFd<OwnedFd>);
 
 impl OwnedPipe {
-    pub fn new(fd: OwnedFd) -> io::Result<OwnedPipe> {
+    pub(crate) fn new(fd: OwnedFd) -> io::Result<OwnedPipe> {
         set_nonblocking(&fd, true)?;
         // SAFETY: `fd` is an open descriptor that the AsyncFd owns until it is dropped or
         // given back by `into_blocking`.
@@ -167,7 +169,7 @@ impl OwnedPipe {
     }
 
     /// The descriptor, in blocking mode.
-    pub fn into_blocking(self) -> io::Result<OwnedFd> {
+    pub(crate) fn into_blocking(self) -> io::Result<OwnedFd> {
         let fd = self.0.into_inner();
         set_nonblocking(&fd, false)?;
         Ok(fd)
@@ -184,12 +186,25 @@ impl AsyncRead for OwnedPipe {
     }
 }
 
+/// One `read(2)` into the spare capacity of `buf`, retried when interrupted; 0 at the end of
+/// the input.
+pub(crate) fn read_into(fd: &OwnedFd, buf: &mut bytes::BytesMut) -> io::Result<usize> {
+    loop {
+        match read_uninit(fd.as_raw_fd(), buf.spare_capacity_mut()) {
+            Ok(n) => {
+                // SAFETY: the kernel initialised `n` bytes of the spare capacity.
+                unsafe { buf.set_len(buf.len() + n) };
+                return Ok(n);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// `read(2)` into memory that need not be initialised; how many bytes it wrote there (the
 /// caller marks those as initialised).
-pub(crate) fn read_uninit(
-    fd: std::os::fd::RawFd,
-    dst: &mut [std::mem::MaybeUninit<u8>],
-) -> io::Result<usize> {
+fn read_uninit(fd: std::os::fd::RawFd, dst: &mut [std::mem::MaybeUninit<u8>]) -> io::Result<usize> {
     // SAFETY: read(2) writes at most `dst.len()` bytes into `dst`, a valid writable slice.
     cvt(unsafe { libc::read(fd, dst.as_mut_ptr().cast(), dst.len()) })
 }
@@ -204,6 +219,7 @@ fn set_nonblocking(fd: &OwnedFd, on: bool) -> io::Result<libc::c_int> {
     } else {
         flags & !libc::O_NONBLOCK
     };
+    // SAFETY: as above.
     if flags < 0 || unsafe { libc::fcntl(raw, libc::F_SETFL, want) } < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -218,8 +234,8 @@ impl AsyncWrite for Pipe {
     ) -> Poll<io::Result<usize>> {
         loop {
             let mut guard = ready!(self.fd.poll_write_ready(cx))?;
-            // SAFETY: write(2) reads buf.len() bytes from a valid slice.
             let res = guard.try_io(|fd| {
+                // SAFETY: write(2) reads buf.len() bytes from a valid slice.
                 cvt(unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) })
             });
             match res {
@@ -238,8 +254,9 @@ impl AsyncWrite for Pipe {
         loop {
             let mut guard = ready!(self.fd.poll_write_ready(cx))?;
             let count = bufs.len().min(1024) as libc::c_int;
-            // SAFETY: IoSlice is ABI-compatible with iovec; count does not exceed bufs.len().
             let res = guard.try_io(|fd| {
+                // SAFETY: IoSlice is ABI-compatible with iovec; count does not exceed
+                // bufs.len().
                 cvt(unsafe { libc::writev(fd.as_raw_fd(), bufs.as_ptr().cast(), count) })
             });
             match res {
@@ -263,19 +280,21 @@ impl AsyncWrite for Pipe {
     }
 }
 
+/// A new pipe, (read end, write end), for tests.
+#[cfg(test)]
+pub(crate) fn pipe() -> (OwnedFd, OwnedFd) {
+    let mut fds = [0; 2];
+    // SAFETY: pipe(2) fills the two descriptors we then own.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    use std::os::fd::FromRawFd;
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-    fn pipe() -> (OwnedFd, OwnedFd) {
-        let mut fds = [0; 2];
-        // SAFETY: pipe(2) fills the two descriptors we then own.
-        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-        use std::os::fd::FromRawFd;
-        // SAFETY: both descriptors were just created and are owned by nobody else.
-        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
-    }
 
     #[tokio::test]
     async fn relays_bytes_through_a_pipe_and_restores_flags() {

@@ -1,8 +1,12 @@
-//! The stdio shell around the engine: client on our stdin/stdout, agent as a child process.
+//! The stdio relay: the client on our stdin/stdout, the agent as a process of ours (or, in
+//! chain mode, a conductor on our stdin/stdout that carries both sides).
 //!
-//! One task owns the engine and selects over both readers; each writer is its own task behind
-//! an [`Outbox`]. A side is only read while the opposite outbox has room, so a slow reader
-//! slows its writer and nothing is dropped or buffered without bound.
+//! A session is three steps, as in tokio's mini-redis: [`run`] starts it (the first frame
+//! decides standalone or chain mode; standalone starts the agent), `Relay::pump` moves
+//! frames until one side ends, and `Relay::shut_down` stops the agent and says why the
+//! session ended. One task owns the `Shell` and selects over every reader; each writer is its
+//! own task behind an `Outbox`. A side is only read while the opposite outbox has room,
+//! so a slow reader slows its writer and nothing is dropped or buffered without bound.
 
 use std::collections::VecDeque;
 use std::process::ExitStatus;
@@ -11,23 +15,26 @@ use std::time::Duration;
 use anyhow::Context;
 use bytes::Bytes;
 use futures::StreamExt;
+use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::process::ChildStderr;
 use tokio::signal::unix::{signal, SignalKind};
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 
-use crate::config::ShutdownConfig;
+use super::agent_guardian::Guardian;
+use super::agent_process::{self, Agent, SpawnError};
+use super::agent_reader::{AgentOutput, Chunk};
+use super::framing::{Frame, LineCodec};
+use super::outbox::Outbox;
+use super::pipe;
+use super::shell::{Outputs, Shell};
+use super::timer::sleep_until;
 use crate::dump::{Direction, Dump};
-use crate::engine::prescan::AgentScan;
-use crate::engine::{Action, Engine};
+use crate::engine::Engine;
 use crate::store::Store;
-use crate::transport::actions::{execute, Dest};
-use crate::transport::agent_reader::{AgentOutput, Chunk};
-use crate::transport::chain_relay::{self, ChainParts};
-use crate::transport::child::{self, Agent, SpawnError};
-use crate::transport::framing::{line_body, lines, Frame, LineCodec};
-use crate::transport::outbox::Outbox;
-use crate::transport::pipe;
+use crate::wire::line_body;
 
 /// Queue size per direction before the opposite side stops being read.
 const HIGH_WATER: usize = 4 * 1024 * 1024;
@@ -38,6 +45,35 @@ const READ_BUF: usize = 1024 * 1024;
 const STDERR_TAIL: usize = 10;
 /// How long the proxy waits for the client's first request when the agent could not start.
 const NO_AGENT_WAIT: Duration = Duration::from_secs(10);
+
+/// `[shutdown]`: how the agent is stopped once the client has gone.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ShutdownConfig {
+    /// After closing the agent's stdin, wait this long before SIGTERM to its process group.
+    pub stdin_grace_ms: u64,
+    /// After SIGTERM, wait this long before SIGKILL.
+    pub term_grace_ms: u64,
+}
+
+impl Default for ShutdownConfig {
+    fn default() -> Self {
+        ShutdownConfig {
+            stdin_grace_ms: 1000,
+            term_grace_ms: 2000,
+        }
+    }
+}
+
+impl ShutdownConfig {
+    fn stdin_grace(&self) -> Duration {
+        Duration::from_millis(self.stdin_grace_ms)
+    }
+
+    fn term_grace(&self) -> Duration {
+        Duration::from_millis(self.term_grace_ms)
+    }
+}
 
 pub struct RelayOptions {
     pub agent_command: Vec<String>,
@@ -67,9 +103,10 @@ pub async fn run_stdio(opts: RelayOptions, engine: Engine) -> anyhow::Result<Exi
     run(opts, engine, pipe::stdin(), pipe::stdout()).await
 }
 
+/// Run one session with the client on `client_in`/`client_out`.
 pub async fn run<R, W>(
     opts: RelayOptions,
-    mut engine: Engine,
+    engine: Engine,
     client_in: R,
     client_out: W,
 ) -> anyhow::Result<ExitCode>
@@ -77,9 +114,15 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let dump = opts.dump.clone();
-    let store = opts.store.clone();
-    let mut client_in = FramedRead::new(client_in, LineCodec::new(opts.max_frame_bytes));
+    let RelayOptions {
+        agent_command,
+        demo_agent,
+        max_frame_bytes,
+        shutdown,
+        dump,
+        store,
+    } = opts;
+    let mut client_in = FramedRead::new(client_in, LineCodec::new(max_frame_bytes));
     let (to_client, client_writer) = Outbox::spawn(client_out, HIGH_WATER);
 
     // The first frame decides the mode: a conductor's `proxy/initialize` makes this process a
@@ -95,396 +138,410 @@ where
             return Ok(0);
         }
     };
-    if let Frame::Line(bytes) = &first {
-        if let Some(dialect) = crate::chain::chain_initialize(bytes) {
-            let parts = ChainParts {
-                dialect,
-                first: bytes.clone(),
-                client_in,
-                to_conductor: to_client,
-                writer: client_writer,
-                dump,
-                store,
-                ignored_agent: (!opts.demo_agent).then_some(opts.agent_command),
-            };
-            return chain_relay::run(parts, engine).await;
-        }
-    }
-    let mut pending_first = Some(first);
-
-    if opts.demo_agent {
-        tracing::info!("no agent command given: using the built-in demo agent");
-    }
-    let agent = match Agent::spawn(&opts.agent_command, &opts.shutdown) {
-        Ok(agent) => agent,
-        Err(err) => {
-            let code = exit_code_for_spawn_error(&err);
-            tracing::error!("{err}");
-            if let Some(d) = &dump {
-                d.note(err.to_string());
-            }
-            if let Some(first) = pending_first.take() {
-                if let Some(d) = &dump {
-                    d.frame(Direction::ClientToProxy, first.bytes());
-                }
-                if answer_first_request(first.bytes(), &to_client, &dump, &err) {
-                    drop(to_client);
-                    let _ = tokio::time::timeout(Duration::from_secs(2), client_writer).await;
-                    return Ok(code);
-                }
-            }
-            answer_without_agent(&mut client_in, &to_client, &dump, &err).await;
-            drop(to_client);
-            let _ = tokio::time::timeout(Duration::from_secs(2), client_writer).await;
-            return Ok(code);
-        }
+    let mut shell = Shell::new(engine, dump, store, max_frame_bytes);
+    let dialect = match &first {
+        Frame::Line(bytes) => crate::chain::chain_initialize(bytes),
+        _ => None,
     };
+    let agent = match dialect {
+        Some(dialect) => {
+            if demo_agent {
+                tracing::info!(
+                    ?dialect,
+                    "started by a conductor: running as a proxy-chain link; the conductor runs \
+                     the agent, this process starts none"
+                );
+            } else {
+                tracing::warn!(
+                    ?dialect,
+                    "started by a conductor: running as a proxy-chain link; the conductor runs \
+                     the agent, so the agent command given after `--` ({}) is not started",
+                    crate::redact::redact_command(&agent_command).join(" ")
+                );
+            }
+            shell.chained(dialect);
+            None
+        }
+        None => match Agent::spawn(&agent_command, &shutdown) {
+            Ok(agent) => {
+                if demo_agent {
+                    tracing::info!("no agent command given: using the built-in demo agent");
+                }
+                Some(start_agent(agent, &agent_command, max_frame_bytes)?)
+            }
+            Err(err) => {
+                let code = exit_code_for_spawn_error(&err);
+                tracing::error!("{err}");
+                shell.note(err.to_string());
+                answer_without_agent(first, &mut client_in, &to_client, &shell, &err).await;
+                drop(to_client);
+                let _ = tokio::time::timeout(Duration::from_secs(2), client_writer).await;
+                return Ok(code);
+            }
+        },
+    };
+    let (to_agent, agent_out, stderr, process) = match agent {
+        Some(a) => (
+            Some(a.stdin),
+            Some(a.output),
+            Some(a.stderr),
+            Some(a.process),
+        ),
+        None => (None, None, None, None),
+    };
+    let signals = Signals {
+        interrupt: signal(SignalKind::interrupt())?,
+        terminate: signal(SignalKind::terminate())?,
+    };
+    let mut relay = Relay {
+        shell,
+        signals,
+        client_in,
+        out: Outputs {
+            client: to_client,
+            agent: to_agent,
+        },
+        client_writer,
+        agent_out,
+        agent_eof: false,
+        stderr,
+        process,
+        shutdown,
+        ending: Ending::Running,
+        client_eof: false,
+    };
+    relay.shell.client_frame(first, &relay.out);
+    relay.pump().await?;
+    relay.shut_down().await
+}
+
+/// The agent, started: its pipes and its process.
+struct Started {
+    stdin: Outbox,
+    output: AgentOutput,
+    stderr: Stderr,
+    process: Process,
+}
+
+/// The agent just spawned: its stdout read by [`AgentOutput`], its stdin written behind an
+/// outbox, its stderr passed on to ours.
+fn start_agent(
+    agent: Agent,
+    command: &[String],
+    max_frame_bytes: usize,
+) -> anyhow::Result<Started> {
     let Agent {
-        mut child,
+        child,
         stdin,
         stdout,
         stderr,
         pgid,
         guardian,
     } = agent;
-    let shown = crate::redact::redact_command(&opts.agent_command);
+    let shown = crate::redact::redact_command(command);
     tracing::info!(pid = pgid, command = ?shown, "agent started");
-
-    let mut agent_in = stdout
+    let output = stdout
         .into_owned_fd()
-        .and_then(|fd| AgentOutput::new(fd, LineCodec::batched(opts.max_frame_bytes), READ_BUF))
+        .and_then(|fd| AgentOutput::new(fd, LineCodec::batched(max_frame_bytes), READ_BUF))
         .context("cannot read the agent's stdout")?;
-    let mut agent_err = FramedRead::new(stderr, LineCodec::new(64 * 1024));
-    let (agent_outbox, agent_writer) = Outbox::spawn(stdin, HIGH_WATER);
-    let mut to_agent = Some(agent_outbox);
+    let (stdin, stdin_writer) = Outbox::spawn(stdin, HIGH_WATER);
+    let process = Process {
+        child,
+        pgid,
+        guardian,
+        stdin_writer,
+        exit_status: None,
+        orphan_deadline: None,
+        escalation: None,
+    };
+    Ok(Started {
+        stdin,
+        output,
+        stderr: Stderr {
+            lines: FramedRead::new(stderr, LineCodec::new(64 * 1024)),
+            log: AgentLog::start(),
+            eof: false,
+        },
+        process,
+    })
+}
 
-    let mut sigint = signal(SignalKind::interrupt())?;
-    let mut sigterm = signal(SignalKind::terminate())?;
+/// The agent's process and where its stopping stands.
+struct Process {
+    child: tokio::process::Child,
+    /// Process group id (= the child's pid, since it leads its own group).
+    pgid: i32,
+    /// Stops the group should the proxy die; stood down once the proxy has stopped it.
+    guardian: Option<Guardian>,
+    /// Writes the agent's stdin; done once every frame queued for it is written.
+    stdin_writer: JoinHandle<std::io::Result<()>>,
+    exit_status: Option<ExitStatus>,
+    /// The agent exited but something still holds its stdout open: when to clean its group
+    /// up.
+    orphan_deadline: Option<Instant>,
+    /// Escalation after the client is gone: (when, signal to send next).
+    escalation: Option<(Instant, i32)>,
+}
 
-    let clock = Instant::now();
-    let mut actions: Vec<Action> = Vec::new();
-    let mut ending = Ending::Running;
-    let mut client_eof = false;
-    let mut agent_eof = false;
-    let mut stderr_eof = false;
-    let mut agent_log = AgentLog::start();
-    let mut exit_status: Option<ExitStatus> = None;
-    // Escalation after the client is gone: (when, signal to send next).
-    let mut escalation: Option<(Instant, i32)> = None;
-    // The agent exited but something still holds its stdout open: when to clean its group up.
-    let mut orphan_deadline: Option<Instant> = None;
+/// The agent's stderr as lines, passed on by [`AgentLog`].
+struct Stderr {
+    lines: FramedRead<ChildStderr, LineCodec>,
+    log: AgentLog,
+    eof: bool,
+}
 
-    if let Some(frame) = pending_first.take() {
-        from_client(
-            &mut engine,
-            frame,
-            0,
-            &mut actions,
-            &dump,
-            opts.max_frame_bytes,
-        );
-        execute(
-            &mut engine,
-            0,
-            &mut actions,
-            &mut relay_sink(&to_client, to_agent.as_ref()),
-            &dump,
-            store.as_ref(),
-        );
+/// The signals that end a session.
+struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+/// One session, from the first frame on.
+struct Relay<R> {
+    shell: Shell,
+    signals: Signals,
+    client_in: FramedRead<R, LineCodec>,
+    out: Outputs,
+    client_writer: JoinHandle<std::io::Result<()>>,
+    /// The agent's stdout (none in chain mode).
+    agent_out: Option<AgentOutput>,
+    agent_eof: bool,
+    stderr: Option<Stderr>,
+    process: Option<Process>,
+    shutdown: ShutdownConfig,
+    ending: Ending,
+    client_eof: bool,
+}
+
+impl<R: AsyncRead + Unpin> Relay<R> {
+    /// The client's side of the connection, as named in logs.
+    fn peer(&self) -> &'static str {
+        if self.shell.is_chained() {
+            "conductor"
+        } else {
+            "client"
+        }
     }
-    while !agent_eof {
-        let agent_room = to_agent.as_ref().is_none_or(Outbox::has_room);
-        let client_room = to_client.has_room();
-        tokio::select! {
-            frame = client_in.next(), if !client_eof && ending == Ending::Running && agent_room => {
-                match frame {
-                    Some(Ok(frame)) => {
-                        let now = clock.elapsed().as_millis() as u64;
-                        from_client(&mut engine, frame, now, &mut actions, &dump, opts.max_frame_bytes);
-                        execute(&mut engine, now, &mut actions, &mut relay_sink(&to_client, to_agent.as_ref()), &dump, store.as_ref());
+
+    /// Over once the agent's stdout ended; in chain mode (no agent), once the session winds
+    /// down.
+    fn done(&self) -> bool {
+        match &self.process {
+            Some(_) => self.agent_eof,
+            None => self.ending != Ending::Running,
+        }
+    }
+
+    /// Move frames both ways until the session is over.
+    async fn pump(&mut self) -> anyhow::Result<()> {
+        let term_grace = self.shutdown.term_grace();
+        while !self.done() {
+            let gate = self.shell.client_input_queue(&self.out);
+            let agent_room = gate.is_none_or(Outbox::has_room);
+            let client_room = self.out.client.has_room();
+            let reading_agent = self.agent_out.is_some() && !self.agent_eof && client_room;
+            let stderr_open = self.stderr.as_ref().is_some_and(|s| !s.eof);
+            let waiting = self
+                .process
+                .as_ref()
+                .is_some_and(|p| p.exit_status.is_none());
+            let orphan_at = self.process.as_ref().and_then(|p| p.orphan_deadline);
+            let escalate_at = self
+                .process
+                .as_ref()
+                .and_then(|p| p.escalation.map(|e| e.0));
+            let tick_at = self.shell.deadline();
+            tokio::select! {
+                frame = self.client_in.next(), if !self.client_eof && self.ending == Ending::Running && agent_room => {
+                    match frame {
+                        Some(Ok(frame)) => self.shell.client_frame(frame, &self.out),
+                        Some(Err(e)) => {
+                            tracing::warn!("reading from the {} failed: {e}", self.peer());
+                            self.client_eof = true;
+                        }
+                        None => self.client_eof = true,
                     }
-                    Some(Err(e)) => {
-                        tracing::warn!("reading from the client failed: {e}");
-                        client_eof = true;
+                    if self.client_eof {
+                        if self.process.is_some() {
+                            tracing::debug!("client closed its side: closing the agent's stdin");
+                        }
+                        self.ending = Ending::ClientClosed;
                     }
-                    None => client_eof = true,
                 }
-                if client_eof {
-                    tracing::debug!("client closed its side: closing the agent's stdin");
-                    ending = Ending::ClientClosed;
-                }
-            }
-            _ = async { if let Some(t) = &to_agent { t.room().await } }, if !agent_room => {}
-            frame = agent_in.next(), if client_room => {
-                match frame {
-                    Some(Ok(Chunk { frame, scans })) => {
-                        let now = clock.elapsed().as_millis() as u64;
-                        match frame {
-                            Frame::Lines(chunk) => {
-                                let mut sink = relay_sink(&to_client, to_agent.as_ref());
-                                let mut ctx = Ctx { engine: &mut engine, now, actions: &mut actions, sink: &mut sink, dump: &dump, store: store.as_ref(), max_frame: opts.max_frame_bytes };
-                                from_agent_lines(&mut ctx, chunk, scans);
-                            }
-                            Frame::Line(bytes) => {
-                                if let Some(d) = &dump { d.frame(Direction::AgentToProxy, &bytes); }
-                                engine.from_agent_scanned(bytes, scans.into_iter().next(), now, &mut actions);
-                            }
-                            Frame::Piece { bytes, first, .. } => {
-                                if let Some(d) = &dump { d.frame(Direction::AgentToProxy, &bytes); }
-                                if first { oversize_note(&dump, "agent", opts.max_frame_bytes); }
-                                actions.push(Action::ToClient(bytes));
+                _ = room(gate), if !agent_room => {}
+                chunk = next_chunk(&mut self.agent_out), if reading_agent => {
+                    match chunk {
+                        Some(Ok(chunk)) => {
+                            self.shell.agent_chunk(chunk, &self.out);
+                            // A streaming agent's output is read and scanned on a thread of its own.
+                            if let Some(output) = &mut self.agent_out {
+                                output.after_chunk(|| self.shell.scanner());
                             }
                         }
-                        execute(&mut engine, now, &mut actions, &mut relay_sink(&to_client, to_agent.as_ref()), &dump, store.as_ref());
-                        // A streaming agent's output is read and scanned on a thread of its own.
-                        agent_in.after_chunk(|| engine.models_subagents().then(|| engine.scanner()));
+                        Some(Err(e)) => {
+                            tracing::warn!("reading from the agent failed: {e}");
+                            self.agent_eof = true;
+                        }
+                        None => self.agent_eof = true,
                     }
-                    Some(Err(e)) => {
-                        tracing::warn!("reading from the agent failed: {e}");
-                        agent_eof = true;
+                }
+                _ = self.out.client.room(), if !client_room => {}
+                line = next_stderr_line(&mut self.stderr), if stderr_open => {
+                    if let Some(stderr) = &mut self.stderr {
+                        match line {
+                            Some(Ok(frame)) => stderr.log.line(frame.bytes(), &self.shell),
+                            _ => stderr.eof = true,
+                        }
                     }
-                    None => agent_eof = true,
+                }
+                status = wait(&mut self.process), if waiting => {
+                    let status = status?;
+                    tracing::debug!(status = %agent_process::describe_status(&status), "agent process exited");
+                    if let Some(p) = &mut self.process {
+                        p.exit_status = Some(status);
+                        p.orphan_deadline = Some(Instant::now() + term_grace);
+                    }
+                }
+                _ = sleep_until(orphan_at) => {
+                    // The agent is gone but a process it left behind keeps its stdout open.
+                    if let Some(p) = &mut self.process {
+                        p.orphan_deadline = None;
+                        agent_process::reap_group(p.pgid, term_grace).await;
+                    }
+                }
+                _ = sleep_until(tick_at) => self.shell.tick(&self.out),
+                _ = self.signals.interrupt.recv(), if self.ending == Ending::Running => self.ending = Ending::Signal(libc::SIGINT),
+                _ = self.signals.terminate.recv(), if self.ending == Ending::Running => self.ending = Ending::Signal(libc::SIGTERM),
+                _ = sleep_until(escalate_at) => {
+                    if let Some(p) = &mut self.process {
+                        if let Some((_, sig)) = p.escalation {
+                            tracing::debug!(sig, "agent still running after the client left: signalling its group");
+                            agent_process::signal_group(p.pgid, sig);
+                            p.escalation = (sig == libc::SIGTERM).then(|| (Instant::now() + term_grace, libc::SIGKILL));
+                        }
+                    }
                 }
             }
-            _ = to_client.room(), if !client_room => {}
-            line = agent_err.next(), if !stderr_eof => match line {
-                Some(Ok(frame)) => agent_log.line(frame.bytes(), &dump),
-                _ => stderr_eof = true,
+            if self.out.client.is_closed() && self.ending == Ending::Running {
+                tracing::debug!("{} stopped reading: shutting down", self.peer());
+                self.ending = Ending::ClientClosed;
+            }
+            if self.ending != Ending::Running && self.out.agent.is_some() {
+                // Closing the agent's stdin is the polite way to end; signals follow if needed.
+                self.out.agent = None;
+                if let Some(p) = &mut self.process {
+                    p.escalation =
+                        Some((Instant::now() + self.shutdown.stdin_grace(), libc::SIGTERM));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The agent's stdout is closed (or, in chain mode, the session winds down): make sure the
+    /// agent is gone, tell the client why if the agent ended the session, and let the last
+    /// frames out.
+    async fn shut_down(mut self) -> anyhow::Result<ExitCode> {
+        let code = match self.process.take() {
+            Some(process) => self.stop_agent(process).await?,
+            None => match self.ending {
+                Ending::Signal(sig) => 128 + sig,
+                Ending::Running | Ending::ClientClosed => 0,
             },
-            status = child.wait(), if exit_status.is_none() => {
-                let status = status?;
-                tracing::debug!(status = %child::describe_status(&status), "agent process exited");
-                exit_status = Some(status);
-                orphan_deadline = Some(Instant::now() + Duration::from_millis(opts.shutdown.term_grace_ms));
+        };
+        let peer = self.peer();
+        let Relay {
+            out, client_writer, ..
+        } = self;
+        drop(out);
+        if tokio::time::timeout(Duration::from_secs(5), client_writer)
+            .await
+            .is_err()
+        {
+            tracing::warn!("the {peer} did not read our last frames within 5 s");
+        }
+        Ok(code)
+    }
+
+    /// Close the agent's stdin too (an agent that closed stdout first may be waiting for that
+    /// to exit), make sure the process is gone and collect its status.
+    async fn stop_agent(&mut self, mut p: Process) -> anyhow::Result<ExitCode> {
+        self.out.agent = None;
+        let term_grace = self.shutdown.term_grace();
+        let status = match p.exit_status {
+            Some(s) => {
+                agent_process::reap_group(p.pgid, term_grace).await;
+                s
             }
-            _ = sleep_until(orphan_deadline) => {
-                // The agent is gone but a process it left behind keeps its stdout open.
-                orphan_deadline = None;
-                child::reap_group(pgid, Duration::from_millis(opts.shutdown.term_grace_ms)).await;
+            None => {
+                let grace = match self.ending {
+                    Ending::Running => self.shutdown.stdin_grace(),
+                    _ => p
+                        .escalation
+                        .map(|(t, _)| t.saturating_duration_since(Instant::now()))
+                        .unwrap_or_default(),
+                };
+                agent_process::stop(&mut p.child, p.pgid, grace, term_grace).await?
             }
-            _ = sleep_until(engine.poll_timeout().map(|ms| clock + Duration::from_millis(ms))) => {
-                let now = clock.elapsed().as_millis() as u64;
-                engine.handle_timeout(now, &mut actions);
-                execute(&mut engine, now, &mut actions, &mut relay_sink(&to_client, to_agent.as_ref()), &dump, store.as_ref());
-            }
-            _ = sigint.recv(), if ending == Ending::Running => ending = Ending::Signal(libc::SIGINT),
-            _ = sigterm.recv(), if ending == Ending::Running => ending = Ending::Signal(libc::SIGTERM),
-            _ = sleep_until(escalation.map(|e| e.0)) => {
-                if let Some((_, sig)) = escalation {
-                    tracing::debug!(sig, "agent still running after the client left: signalling its group");
-                    child::signal_group(pgid, sig);
-                    escalation = (sig == libc::SIGTERM).then(|| {
-                        (Instant::now() + Duration::from_millis(opts.shutdown.term_grace_ms), libc::SIGKILL)
-                    });
+        };
+        // The group is stopped: the guardian has nothing left to do.
+        if let Some(g) = p.guardian.take() {
+            g.stand_down().await;
+        }
+        let _ = p.stdin_writer.await;
+        let stderr_tail = match self.stderr.take() {
+            Some(mut stderr) => {
+                if !stderr.eof {
+                    drain_stderr(&mut stderr, &self.shell).await;
                 }
+                stderr.log.finish().await
             }
-        }
-        if to_client.is_closed() && ending == Ending::Running {
-            tracing::debug!("client stopped reading: shutting down");
-            ending = Ending::ClientClosed;
-        }
-        if ending != Ending::Running && to_agent.is_some() {
-            // Closing the agent's stdin is the polite way to end; signals follow if needed.
-            to_agent = None;
-            escalation = Some((
-                Instant::now() + Duration::from_millis(opts.shutdown.stdin_grace_ms),
-                libc::SIGTERM,
-            ));
-        }
-    }
-
-    // The agent's stdout is closed. Close its stdin too (an agent that closed stdout first may
-    // be waiting for that to exit), make sure the process is gone and collect its status.
-    drop(to_agent.take());
-    let status = match exit_status {
-        Some(s) => {
-            child::reap_group(pgid, Duration::from_millis(opts.shutdown.term_grace_ms)).await;
-            s
-        }
-        None => {
-            let grace = match ending {
-                Ending::Running => Duration::from_millis(opts.shutdown.stdin_grace_ms),
-                _ => escalation
-                    .map(|(t, _)| t.saturating_duration_since(Instant::now()))
-                    .unwrap_or_default(),
-            };
-            child::stop(
-                &mut child,
-                pgid,
-                grace,
-                Duration::from_millis(opts.shutdown.term_grace_ms),
-            )
-            .await?
-        }
-    };
-    // The group is stopped: the guardian has nothing left to do.
-    if let Some(g) = guardian {
-        g.stand_down().await;
-    }
-    let _ = agent_writer.await;
-    drain_stderr(&mut agent_err, &mut agent_log, &dump, stderr_eof).await;
-    let stderr_tail = agent_log.finish().await;
-
-    let code = match ending {
-        Ending::Running => {
-            let what = child::describe_status(&status);
-            let tail: Vec<&str> = stderr_tail.iter().map(String::as_str).collect();
-            let reason = if tail.is_empty() {
-                format!("{what} (the agent wrote nothing to stderr)")
-            } else {
-                format!("{what}; last stderr lines: {}", tail.join(" | "))
-            };
-            tracing::error!("the agent ended the session: {reason}");
-            engine.agent_gone(&reason, &mut actions);
-            let now = clock.elapsed().as_millis() as u64;
-            execute(
-                &mut engine,
-                now,
-                &mut actions,
-                &mut relay_sink(&to_client, None),
-                &dump,
-                store.as_ref(),
-            );
-            agent_exit_code(&status)
-        }
-        Ending::ClientClosed => 0,
-        Ending::Signal(sig) => 128 + sig,
-    };
-    drop(to_client);
-    if tokio::time::timeout(Duration::from_secs(5), client_writer)
-        .await
-        .is_err()
-    {
-        tracing::warn!("the client did not read our last frames within 5 s");
-    }
-    Ok(code)
-}
-
-/// Where the standalone relay sends what the engine emits.
-fn relay_sink<'a>(
-    to_client: &'a Outbox,
-    to_agent: Option<&'a Outbox>,
-) -> impl FnMut(Dest, Bytes) + 'a {
-    move |dest, bytes| match dest {
-        Dest::Client => {
-            to_client.send(bytes);
-        }
-        Dest::Agent => match to_agent {
-            Some(t) => {
-                t.send(bytes);
+            None => VecDeque::new(),
+        };
+        Ok(match self.ending {
+            Ending::Running => {
+                let what = agent_process::describe_status(&status);
+                let tail: Vec<&str> = stderr_tail.iter().map(String::as_str).collect();
+                let reason = if tail.is_empty() {
+                    format!("{what} (the agent wrote nothing to stderr)")
+                } else {
+                    format!("{what}; last stderr lines: {}", tail.join(" | "))
+                };
+                tracing::error!("the agent ended the session: {reason}");
+                self.shell.agent_gone(&reason, &self.out);
+                agent_exit_code(&status)
             }
-            None => tracing::debug!("agent stdin closed: dropping a frame for the agent"),
-        },
+            Ending::ClientClosed => 0,
+            Ending::Signal(sig) => 128 + sig,
+        })
     }
 }
 
-pub(crate) async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(t) => tokio::time::sleep_until(t).await,
+/// Wait for room in `queue` (none: there is nothing to wait for).
+async fn room(queue: Option<&Outbox>) {
+    if let Some(q) = queue {
+        q.room().await;
+    }
+}
+
+async fn next_chunk(output: &mut Option<AgentOutput>) -> Option<std::io::Result<Chunk>> {
+    match output {
+        Some(o) => o.next().await,
         None => std::future::pending().await,
     }
 }
 
-/// What carrying out the engine's actions needs.
-struct Ctx<'a> {
-    engine: &'a mut Engine,
-    now: u64,
-    actions: &'a mut Vec<Action>,
-    sink: &'a mut dyn FnMut(Dest, Bytes),
-    dump: &'a Option<Dump>,
-    store: Option<&'a Store>,
-    max_frame: usize,
-}
-
-/// Every complete line of one read from the agent goes through the engine. Consecutive lines
-/// it passes on unchanged leave as one slice of the read buffer: one queued write per run
-/// instead of one per frame. (With a dump, every frame is recorded on its own instead.)
-/// A line longer than `max_frame_bytes` that happened to arrive whole is passed on unparsed,
-/// as if it had come in pieces.
-fn from_agent_lines(ctx: &mut Ctx<'_>, chunk: Bytes, scans: Vec<AgentScan>) {
-    let mut run_start = 0;
-    let mut scans = scans.into_iter();
-    for (start, end) in lines(&chunk) {
-        let scan = scans.next();
-        let line = chunk.slice(start..end);
-        if let Some(d) = ctx.dump {
-            d.frame(Direction::AgentToProxy, &line);
-        }
-        if end - start > ctx.max_frame {
-            oversize_note(ctx.dump, "agent", ctx.max_frame);
-            ctx.actions.push(Action::ToClient(line));
-        } else {
-            ctx.engine
-                .from_agent_scanned(line, scan, ctx.now, ctx.actions);
-        }
-        let untouched = ctx.dump.is_none()
-            && matches!(ctx.actions.as_slice(), [Action::ToClient(out)]
-                if out.as_ptr() == chunk[start..].as_ptr() && out.len() == end - start);
-        if untouched {
-            ctx.actions.clear();
-            continue;
-        }
-        if run_start < start {
-            (ctx.sink)(Dest::Client, chunk.slice(run_start..start));
-        }
-        run_start = end;
-        execute(
-            ctx.engine,
-            ctx.now,
-            ctx.actions,
-            ctx.sink,
-            ctx.dump,
-            ctx.store,
-        );
-    }
-    if run_start < chunk.len() {
-        (ctx.sink)(Dest::Client, chunk.slice(run_start..));
+async fn next_stderr_line(stderr: &mut Option<Stderr>) -> Option<std::io::Result<Frame>> {
+    match stderr {
+        Some(s) => s.lines.next().await,
+        None => std::future::pending().await,
     }
 }
 
-/// A frame from the client into the engine (or, when oversized, straight on to the agent).
-fn from_client(
-    engine: &mut Engine,
-    frame: Frame,
-    now: u64,
-    actions: &mut Vec<Action>,
-    dump: &Option<Dump>,
-    max_frame_bytes: usize,
-) {
-    let record = |bytes: &Bytes| {
-        if let Some(d) = dump {
-            d.frame(Direction::ClientToProxy, bytes);
-        }
-    };
-    match frame {
-        Frame::Line(bytes) => {
-            record(&bytes);
-            engine.from_client(bytes, now, actions);
-        }
-        Frame::Lines(chunk) => {
-            for (a, b) in lines(&chunk) {
-                let line = chunk.slice(a..b);
-                record(&line);
-                engine.from_client(line, now, actions);
-            }
-        }
-        Frame::Piece { bytes, first, .. } => {
-            record(&bytes);
-            if first {
-                oversize_note(dump, "client", max_frame_bytes);
-            }
-            actions.push(Action::ToAgent(bytes));
-        }
-    }
-}
-
-fn oversize_note(dump: &Option<Dump>, side: &str, max: usize) {
-    let msg = format!(
-        "a line from the {side} is longer than max_frame_bytes ({max}): relayed unchanged in pieces, not inspected"
-    );
-    tracing::warn!("{msg}");
-    if let Some(d) = dump {
-        d.note(msg);
+async fn wait(process: &mut Option<Process>) -> std::io::Result<ExitStatus> {
+    match process {
+        Some(p) => p.child.wait().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -493,7 +550,7 @@ fn oversize_note(dump: &Option<Dump>, side: &str, max: usize) {
 /// past the bound, lines are counted as dropped (and the count reported) instead.
 struct AgentLog {
     out: Outbox,
-    writer: tokio::task::JoinHandle<std::io::Result<()>>,
+    writer: JoinHandle<std::io::Result<()>>,
     tail: VecDeque<String>,
     dropped: u64,
 }
@@ -509,15 +566,13 @@ impl AgentLog {
         }
     }
 
-    fn line(&mut self, bytes: &Bytes, dump: &Option<Dump>) {
+    fn line(&mut self, bytes: &Bytes, shell: &Shell) {
         if self.out.has_room() {
             self.out.send(bytes.clone());
         } else {
             self.dropped += 1;
         }
-        if let Some(d) = dump {
-            d.frame(Direction::AgentStderr, bytes);
-        }
+        shell.record(Direction::AgentStderr, bytes);
         let line = String::from_utf8_lossy(line_body(bytes)).trim().to_owned();
         if !line.is_empty() {
             if self.tail.len() == STDERR_TAIL {
@@ -538,18 +593,11 @@ impl AgentLog {
     }
 }
 
-async fn drain_stderr<R: AsyncRead + Unpin>(
-    reader: &mut FramedRead<R, LineCodec>,
-    log: &mut AgentLog,
-    dump: &Option<Dump>,
-    eof: bool,
-) {
-    if eof {
-        return;
-    }
+/// What the agent wrote to stderr before it went, briefly.
+async fn drain_stderr(stderr: &mut Stderr, shell: &Shell) {
     let deadline = Instant::now() + Duration::from_millis(500);
-    while let Ok(Some(Ok(frame))) = tokio::time::timeout_at(deadline, reader.next()).await {
-        log.line(frame.bytes(), dump);
+    while let Ok(Some(Ok(frame))) = tokio::time::timeout_at(deadline, stderr.lines.next()).await {
+        stderr.log.line(frame.bytes(), shell);
     }
 }
 
@@ -576,46 +624,42 @@ fn exit_code_for_spawn_error(err: &SpawnError) -> ExitCode {
 /// The agent could not be started: answer the client's first request (normally `initialize`)
 /// with an error saying why, so the editor shows it instead of waiting forever.
 async fn answer_without_agent<R: AsyncRead + Unpin>(
+    first: Frame,
     client_in: &mut FramedRead<R, LineCodec>,
     to_client: &Outbox,
-    dump: &Option<Dump>,
+    shell: &Shell,
     err: &SpawnError,
 ) {
+    shell.record(Direction::ClientToProxy, first.bytes());
+    if answer_first_request(first.bytes(), to_client, shell, err) {
+        return;
+    }
     let deadline = Instant::now() + NO_AGENT_WAIT;
     while let Ok(Some(Ok(Frame::Line(bytes)))) =
         tokio::time::timeout_at(deadline, client_in.next()).await
     {
-        if let Some(d) = dump {
-            d.frame(Direction::ClientToProxy, &bytes);
-        }
-        if answer_first_request(&bytes, to_client, dump, err) {
+        shell.record(Direction::ClientToProxy, &bytes);
+        if answer_first_request(&bytes, to_client, shell, err) {
             return;
         }
     }
 }
 
 /// If `bytes` is a request, answer it with the reason the agent could not start.
-fn answer_first_request(
-    bytes: &[u8],
-    to_client: &Outbox,
-    dump: &Option<Dump>,
-    err: &SpawnError,
-) -> bool {
-    use crate::engine::envelope::{parse, Kind, Parsed};
+fn answer_first_request(bytes: &[u8], to_client: &Outbox, shell: &Shell, err: &SpawnError) -> bool {
+    use crate::wire::envelope::{parse, Kind, Parsed};
     let Parsed::Message(env) = parse(bytes) else {
         return false;
     };
     let (Kind::Request, Some(id)) = (env.kind(), env.id) else {
         return false;
     };
-    let line = crate::engine::frames::error(
+    let line = crate::wire::write::error(
         id,
         -32603,
         &format!("acp-proxy could not start the agent: {err}"),
     );
-    if let Some(d) = dump {
-        d.frame(Direction::ProxyToClient, &line);
-    }
+    shell.record(Direction::ProxyToClient, &line);
     to_client.send(line);
     true
 }

@@ -2,12 +2,13 @@
 
 use std::path::Path;
 
-use acp_proxy::config::{Config, Display};
+use acp_proxy::config::Config;
+use acp_proxy::engine::SubagentDisplay as Display;
 use acp_proxy::store::{self, StoreLocation};
 
 use super::{Level, Report};
 
-pub fn report_store_and_dump(report: &mut Report, cfg: &Config) {
+pub(super) fn report_store_and_dump(report: &mut Report, cfg: &Config) {
     if cfg.display == Display::Off {
         report.line(Level::Info, "store", "not used (display = \"off\")");
     } else {

@@ -11,8 +11,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
 use acp_proxy::config::Config;
 use acp_proxy::engine::{Action, Engine, Mode};
-use acp_proxy::transport::child::{self, Agent};
-use acp_proxy::transport::framing::{line_body, Frame, LineCodec};
+use acp_proxy::transport::agent_process::{self as child, Agent};
+use acp_proxy::transport::framing::{Frame, LineCodec};
+use acp_proxy::wire::line_body;
 use acp_proxy::zed_view::{self, ZedRules};
 
 /// Zed's `initialize` as a stable Zed (1.18) sends it: `clientInfo.name` "zed" and its
@@ -30,7 +31,7 @@ fn zed_initialize() -> Value {
 const STDERR_TAIL: usize = 12;
 
 /// How the one `initialize` went.
-pub enum Outcome {
+pub(super) enum Outcome {
     SpawnFailed(String),
     Answered {
         response: Value,
@@ -52,7 +53,7 @@ pub enum Outcome {
 
 /// Spawn the agent, send it what the proxy sends for Zed's `initialize`, wait for the answer,
 /// and stop the agent the way the proxy does when Zed goes away.
-pub async fn initialize(cfg: &Config, command: &[String], timeout: Duration) -> Outcome {
+pub(super) async fn initialize(cfg: &Config, command: &[String], timeout: Duration) -> Outcome {
     let mut engine = Engine::new(cfg.engine_config());
     let mut actions = Vec::new();
     let request = Bytes::from(format!("{}\n", zed_initialize()));

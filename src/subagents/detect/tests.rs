@@ -1,6 +1,6 @@
 use super::*;
-use crate::engine::scan::kind;
 use crate::subagents::presets::PresetSet;
+use crate::wire::keys::kind;
 use serde_json::json;
 
 /// Today's default set (the fallback presets).

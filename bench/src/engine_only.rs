@@ -1,0 +1,83 @@
+//! The engine alone over a generated stream, with no processes, pipes or store: what the
+//! relay's computing costs per byte, to profile it apart from the I/O around it.
+
+use std::time::Instant;
+
+use acp_proxy::engine::{Action, Engine, EngineConfig, SubagentDisplay};
+use bytes::Bytes;
+
+use crate::gen::{self, Profile, SESSION_ID};
+
+/// Feed the ACP handshake and then every line of the stream to an engine in `display` mode;
+/// print MB/s over `reps` passes (median) and what came out.
+pub(crate) fn run(
+    dir: &std::path::Path,
+    profile: Profile,
+    seed: u64,
+    bytes: u64,
+    display: &str,
+    reps: usize,
+) -> anyhow::Result<()> {
+    let stream = gen::ensure(dir, profile, seed, bytes)?;
+    let data = Bytes::from(std::fs::read(&stream.path)?);
+    let display = match display {
+        "zed" => SubagentDisplay::Zed,
+        "off" => SubagentDisplay::Off,
+        other => anyhow::bail!("display must be zed or off, not {other}"),
+    };
+    let mut rates = Vec::new();
+    let mut summary = (0usize, 0usize, 0usize);
+    for _ in 0..reps.max(1) {
+        let mut engine = Engine::new(EngineConfig {
+            display,
+            ..EngineConfig::default()
+        });
+        let mut out: Vec<Action> = Vec::new();
+        let client = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{},"clientInfo":{"name":"zed"}}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}"#.to_owned(),
+        ];
+        let agent = [
+            r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true}}}"#.to_owned(),
+            format!(r#"{{"jsonrpc":"2.0","id":2,"result":{{"sessionId":"{SESSION_ID}"}}}}"#),
+        ];
+        for (c, a) in client.iter().zip(&agent) {
+            engine.from_client(Bytes::from(format!("{c}\n")), 0, &mut out);
+            engine.from_agent(Bytes::from(format!("{a}\n")), 0, &mut out);
+        }
+        out.clear();
+        let (mut to_client, mut stored, mut other) = (0, 0, 0);
+        let start = Instant::now();
+        let mut pos = 0;
+        while pos < data.len() {
+            let end = memchr::memchr(b'\n', &data[pos..]).map_or(data.len(), |i| pos + i + 1);
+            engine.from_agent(data.slice(pos..end), 0, &mut out);
+            for a in out.drain(..) {
+                match a {
+                    Action::ToClient(_) => to_client += 1,
+                    Action::Store(_) => stored += 1,
+                    _ => other += 1,
+                }
+            }
+            pos = end;
+        }
+        let secs = start.elapsed().as_secs_f64();
+        rates.push(data.len() as f64 / 1e6 / secs);
+        summary = (to_client, stored, other);
+    }
+    rates.sort_by(f64::total_cmp);
+    let median = rates[rates.len() / 2];
+    println!(
+        "engine alone, {} display, {:.1} MiB: {:.0} MB/s median of {} ({:.0}–{:.0}); {} frames to the client, {} store writes, {} other actions",
+        match display { SubagentDisplay::Zed => "zed", _ => "off" },
+        data.len() as f64 / (1024.0 * 1024.0),
+        median,
+        rates.len(),
+        rates[0],
+        rates[rates.len() - 1],
+        summary.0,
+        summary.1,
+        summary.2
+    );
+    Ok(())
+}

@@ -1,0 +1,36 @@
+//! What the engine asks the shell to do.
+
+use bytes::Bytes;
+
+use crate::subagents::persist::StoreOp;
+
+/// What the shell must do, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Write these bytes (one or more complete lines) to the client.
+    ToClient(Bytes),
+    /// Write these bytes (one or more complete lines) to the agent.
+    ToAgent(Bytes),
+    /// A diagnostic worth a line on stderr and a record in the dump.
+    Note(Note),
+    /// Persist this in the durable store (off the hot path).
+    Store(StoreOp),
+    /// Look up every stored child of this parent session and hand them to
+    /// [`Engine::restore`](super::Engine::restore) before carrying out the next action.
+    FetchChildren { parent_session_id: String },
+    /// Look up one stored child and hand it to [`Engine::child_fetched`](super::Engine::child_fetched) with this request.
+    FetchChild { child_id: String, request: Bytes },
+}
+
+/// A diagnostic from the engine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    pub level: NoteLevel,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoteLevel {
+    Info,
+    Warn,
+}

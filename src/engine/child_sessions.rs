@@ -1,0 +1,206 @@
+//! What the client sends about child sessions. Children are views the proxy serves: it
+//! answers their `session/load` itself, maps their Stop to the agent, and refuses anything
+//! that would treat them as sessions of the agent.
+
+use bytes::Bytes;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+use super::{Action, ChildCancel, Engine, Millis, NoteLevel};
+use crate::subagents::ids::{self, ChildId};
+use crate::subagents::model::{
+    Cancel, Card, Child, ChildState, Prompt, Registry, SpawnSite, StopRoute, View,
+    SYNTHETIC_TOOL_NAME,
+};
+use crate::subagents::persist::StoredChild;
+use crate::wire::{self, write};
+
+/// Whether a session id the client sent names a child (known, or shaped like ours).
+pub(super) fn is_child_id(reg: &Registry, sid: &str) -> bool {
+    reg.is_child(sid) || ids::looks_like_child_id(sid)
+}
+
+impl Engine {
+    pub(super) fn client_child_request(
+        &mut self,
+        id: &RawValue,
+        method: &str,
+        sid: &str,
+        frame: Bytes,
+        _now: Millis,
+        out: &mut Vec<Action>,
+    ) {
+        if !self.reg.is_child(sid) {
+            let loading = matches!(method, "session/load" | "session/resume");
+            if loading && !self.store_tried.contains(sid) {
+                // Not in memory: the durable store may know it (the proxy restarted).
+                out.push(Action::FetchChild {
+                    child_id: sid.to_owned(),
+                    request: frame,
+                });
+                return;
+            }
+            out.push(Action::ToClient(write::error(
+                id,
+                -32002,
+                &format!("acp-proxy: no subagent session `{sid}` is known (it may have been pruned from the store)"),
+            )));
+            return;
+        }
+        match method {
+            "session/load" => {
+                if let Some(child) = self.reg.get_mut(sid) {
+                    for update in &child.thread {
+                        out.push(Action::ToClient(write::session_update_raw(sid, update)));
+                    }
+                    child.view = View::Loaded;
+                }
+                out.push(Action::ToClient(write::result(id, &json!({}))));
+            }
+            "session/resume" => {
+                if let Some(child) = self.reg.get_mut(sid) {
+                    child.view = View::Loaded;
+                }
+                out.push(Action::ToClient(write::result(id, &json!({}))));
+            }
+            "session/close" => {
+                if let Some(child) = self.reg.get_mut(sid) {
+                    child.view = View::Closed;
+                }
+                out.push(Action::ToClient(write::result(id, &json!({}))));
+            }
+            other => out.push(Action::ToClient(write::error(
+                id,
+                -32602,
+                &format!(
+                    "acp-proxy: `{other}` is not available for subagent session `{sid}`: it is a read-only view of a subagent; use its parent session"
+                ),
+            ))),
+        }
+    }
+
+    pub(super) fn client_child_notification(
+        &mut self,
+        method: &str,
+        sid: &str,
+        out: &mut Vec<Action>,
+    ) {
+        if method == "session/cancel" {
+            self.cancel_child(sid, out);
+        } else {
+            self.note(
+                out,
+                NoteLevel::Info,
+                format!(
+                    "`{method}` for subagent session {sid} ignored: not forwarded to the agent"
+                ),
+            );
+        }
+    }
+
+    /// The client's Stop on a child card.
+    fn cancel_child(&mut self, sid: &str, out: &mut Vec<Action>) {
+        let Some(child) = self.reg.get_mut(sid) else {
+            self.note(
+                out,
+                NoteLevel::Info,
+                format!("session/cancel for unknown subagent session {sid} ignored"),
+            );
+            return;
+        };
+        if child.card_is_final() && child.state != ChildState::Running {
+            return;
+        }
+        // Shown cancelled only once the agent confirms or the parent's turn ends.
+        child.cancel = Cancel::Asked;
+        let target = match (&child.agent_child, child.stop_route) {
+            (Some(agent_child), StopRoute::Direct) => Some(agent_child.clone()),
+            _ => match self.cfg.zed.child_cancel {
+                ChildCancel::Parent => Some(child.top_session.clone()),
+                ChildCancel::Ignore => None,
+            },
+        };
+        match target {
+            Some(session) => {
+                out.push(Action::ToAgent(write::notification("session/cancel", &json!({"sessionId": session}))));
+            }
+            None => self.note(
+                out,
+                NoteLevel::Info,
+                format!("Stop on subagent {sid} ignored: the agent cannot cancel it alone and child_cancel = \"ignore\""),
+            ),
+        }
+    }
+}
+
+/// Remove child sessions from a `session/list` result (they are not top-level threads).
+pub(super) fn filter_session_list(reg: &Registry, frame: Bytes) -> Bytes {
+    let Some(mut msg) = wire::parse_value(&frame) else {
+        return frame;
+    };
+    let Some(sessions) = msg
+        .pointer_mut("/result/sessions")
+        .and_then(Value::as_array_mut)
+    else {
+        return frame;
+    };
+    let before = sessions.len();
+    let agent_children: std::collections::HashSet<&str> = reg.agent_child_ids().collect();
+    sessions.retain(|s| {
+        let id = s.get("sessionId").and_then(Value::as_str).unwrap_or("");
+        !(agent_children.contains(id) || is_child_id(reg, id))
+    });
+    if sessions.len() == before {
+        frame
+    } else {
+        write::line(&msg)
+    }
+}
+
+/// Bring a stored child back into memory (after a restart). What memory holds wins.
+pub(super) fn restore_child(reg: &mut Registry, stored: StoredChild) {
+    if reg.contains(&stored.child_id) {
+        return;
+    }
+    let agent_child = ids::agent_child_of_spawn(&stored.spawn_tool_call_id).map(str::to_owned);
+    let (parent_agent_session, top_session) = match reg.get(&stored.parent_session_id) {
+        Some(p) => (p.agent_session.clone(), p.top_session.clone()),
+        None => (
+            stored.parent_session_id.clone(),
+            stored.parent_session_id.clone(),
+        ),
+    };
+    let agent_session = agent_child.clone().unwrap_or(parent_agent_session);
+    let tool_name = if agent_child.is_some() {
+        SYNTHETIC_TOOL_NAME
+    } else {
+        "Agent"
+    };
+    let site = SpawnSite {
+        agent_session,
+        parent: stored.parent_session_id,
+        top_session,
+        spawn_id: stored.spawn_tool_call_id,
+    };
+    let mut child = Child::new(ChildId::known(stored.child_id), site, tool_name.to_owned());
+    child.agent_child = agent_child;
+    child.title = stored.title.unwrap_or_default();
+    child.state = stored.state;
+    if child.state.is_final() {
+        child.card = Card::Final;
+    }
+    if !stored.updates.is_empty() {
+        child.prompt = Prompt::Recorded;
+    }
+    child.thread = stored
+        .updates
+        .into_iter()
+        .map(std::sync::Arc::from)
+        .collect();
+    child.recount();
+    if !stored.turns.is_empty() {
+        child.turns = stored.turns;
+    }
+    child.cwd = stored.cwd;
+    reg.insert(child);
+}

@@ -1,0 +1,140 @@
+//! A child's lifecycle: running, finished (its card final), continued, cancelled at the end
+//! of the parent's turn, within the limits, and let go of once finished.
+
+use serde_json::json;
+
+use super::{Action, Engine};
+use crate::subagents::ids::ChildId;
+use crate::subagents::model::ChildState;
+use crate::subagents::pair::Pair;
+
+impl Engine {
+    /// A finished child got new work (a continued subagent): open a new turn.
+    pub(super) fn resume_child(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
+        let Some(child) = self.reg.get_mut(cid) else {
+            return;
+        };
+        if !child.reopen_card() {
+            return;
+        }
+        let card = self.render.card_update(child, Some("in_progress"), None);
+        let parent = child.parent.clone();
+        self.persist_state(cid, out);
+        self.emit(&parent, card, out);
+    }
+
+    /// The child's turn ended: final status and index range on the card.
+    pub(super) fn finish_child(&mut self, cid: &ChildId, state: ChildState, out: &mut Vec<Action>) {
+        let Some(child) = self.reg.get_mut(cid) else {
+            return;
+        };
+        if child.card_is_final() {
+            return;
+        }
+        let state = if child.cancel_asked() && state != ChildState::Completed {
+            ChildState::Cancelled
+        } else {
+            state
+        };
+        let title = child.finish_card(state).then(|| child.title.clone());
+        let mut card = self
+            .render
+            .card_update(child, Some(state.card_status()), title.as_deref());
+        if state == ChildState::Cancelled {
+            // Zed shows the first text content of a failed card as its error.
+            card["content"] =
+                json!([{"type": "content", "content": {"type": "text", "text": "Cancelled"}}]);
+        }
+        let parent = child.parent.clone();
+        self.persist_state(cid, out);
+        self.emit(&parent, card, out);
+        self.retire(cid);
+    }
+
+    /// The parent's prompt turn ended: children whose cancel was asked for are cancelled now.
+    pub(super) fn turn_ended(&mut self, session: &str, out: &mut Vec<Action>) {
+        let mut cancelled: Vec<(String, ChildId)> = self
+            .reg
+            .children
+            .values()
+            .filter(|c| c.top_session == session && c.cancel_asked() && !c.card_is_final())
+            .map(|c| (c.spawn_id.clone(), c.id.clone()))
+            .collect();
+        // In a fixed order (the map's is random per process): the same input gives the same
+        // output.
+        cancelled.sort();
+        for (_, cid) in cancelled {
+            self.finish_child(&cid, ChildState::Cancelled, out);
+        }
+    }
+
+    /// A child finished: keep only the most recent finished children in memory. The others
+    /// are in the store, which serves their loads and restores them for parent replays. A
+    /// child already waiting in the queue (one restored from the store, or finished earlier
+    /// on this connection) keeps its place.
+    pub(super) fn retire(&mut self, cid: &ChildId) {
+        if !self.reg.get(cid).is_some_and(|c| c.state.is_final())
+            || self.finished.iter().any(|f| f == cid)
+        {
+            return;
+        }
+        self.finished.push_back(cid.clone());
+        while self.finished.len() > self.cfg.limits.max_finished_in_memory {
+            let Some(old) = self.finished.pop_front() else {
+                break;
+            };
+            let busy = self
+                .reg
+                .children
+                .values()
+                .any(|c| c.parent == old.as_str() && !c.state.is_final());
+            if busy || !self.reg.get(&old).is_some_and(|c| c.state.is_final()) {
+                continue;
+            }
+            self.reg.remove(&old);
+            self.render.forget(&old);
+            self.store_tried.remove(old.as_str());
+        }
+    }
+
+    /// Whether a new child under `parent` stays within the limits; says why not, once per
+    /// session and limit.
+    pub(super) fn spawn_allowed(
+        &mut self,
+        parent: &str,
+        top: &str,
+        spawn_id: &str,
+        out: &mut Vec<Action>,
+    ) -> bool {
+        let limits = self.cfg.limits;
+        let depth = self.reg.depth(parent) + 1;
+        let siblings = self
+            .reg
+            .children
+            .values()
+            .filter(|c| c.top_session == top)
+            .count();
+        let problem = if depth > limits.max_depth {
+            Some(("max_depth", limits.max_depth))
+        } else if siblings >= limits.max_subagents_per_session {
+            Some((
+                "max_subagents_per_session",
+                limits.max_subagents_per_session,
+            ))
+        } else {
+            None
+        };
+        let Some((limit, value)) = problem else {
+            return true;
+        };
+        if top == parent {
+            self.passthrough_spawns.insert(Pair::new(top, spawn_id));
+        }
+        self.report_once(
+            &format!("{limit}:{top}"),
+            out,
+            format!("session {top}: {limit} ({value}) reached; spawn {spawn_id} and its events pass through unchanged"),
+        );
+        false
+    }
+}

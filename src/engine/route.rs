@@ -1,0 +1,249 @@
+//! Where an agent's `session/update` goes: most pass untouched (decided on the bytes), the
+//! rest are sorted into spawns, child events and the parent's own updates.
+
+use std::borrow::Cow;
+
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use super::{Action, Engine, Mode, NoteLevel};
+use crate::subagents::model::SpawnSite;
+use crate::subagents::pair::PairRef;
+use crate::wire::keys::{self, Found};
+use crate::wire::update_view::{UpdateFrame, UpdateParts};
+
+impl Engine {
+    /// The hot path: most agent frames (message chunks, plans, usage) need no parse at all.
+    /// A frame without an `"id"` key is no request or response; one that also names no tool
+    /// call, no subagent kind, no parent reference (and no standard child is known, whose
+    /// traffic is told apart by session id) cannot concern a subagent. The byte tests can
+    /// only err towards the slow path: inside JSON strings quotes are escaped, so these keys
+    /// cannot hide, while look-alikes in text merely cost a parse. The caller has already
+    /// checked that the frame has no `"id"` key.
+    pub(super) fn passes_untouched(&self, frame: &[u8], found: keys::Found) -> bool {
+        use keys::kind;
+        match self.mode {
+            None | Some(Mode::Off) | Some(Mode::Acp) => true,
+            Some(Mode::Zed | Mode::Transcript) => {
+                if self.reg.has_agent_children()
+                    || found.has(kind::SUBAGENT | kind::SESSION_MESSAGE | kind::PARENT)
+                {
+                    return false;
+                }
+                if !found.has(kind::TOOL_CALL) {
+                    return true;
+                }
+                if !found.has(kind::NEW_TOOL_CALL) {
+                    // Only updates of tool calls: one concerns a subagent only when it names a
+                    // spawn or a child's tool call (no spawn starts, nothing held is released).
+                    // The parent's updates while children run, most bytes of a delegating
+                    // turn, pass without a parse.
+                    return !self.reg.may_know_tool_in(frame);
+                }
+                // A tool call: it may start a subagent, belong to a child, or be waited for
+                // by a held permission request (then the parent's tool calls are tracked).
+                self.held.is_empty()
+                    && !self.reg.has_open_legacy_children()
+                    && !found.has(kind::SPAWN)
+                    && !self.reg.may_know_tool_in(frame)
+            }
+        }
+    }
+
+    /// A `session/update` from the agent, given its `params` text (the general path).
+    pub(super) fn agent_update(
+        &mut self,
+        frame: Bytes,
+        params: &str,
+        found: Found,
+        out: &mut Vec<Action>,
+    ) {
+        match UpdateFrame::parse_params(params) {
+            Some(f) => self.agent_update_parts(frame, &f.session_id, f.update, found, out),
+            None => self.agent_update_slow(frame, params, found, out),
+        }
+    }
+
+    /// A `session/update` whose update the one-pass reader left alone (escaped keys, odd
+    /// shapes): its fields read from a parsed tree instead.
+    pub(super) fn agent_update_slow(
+        &mut self,
+        frame: Bytes,
+        params: &str,
+        found: Found,
+        out: &mut Vec<Action>,
+    ) {
+        #[derive(Deserialize)]
+        struct Head<'a> {
+            #[serde(borrow, rename = "sessionId")]
+            session_id: Cow<'a, str>,
+            #[serde(borrow)]
+            update: &'a RawValue,
+        }
+        let Ok(head) = serde_json::from_str::<Head<'_>>(params) else {
+            out.push(Action::ToClient(frame));
+            return;
+        };
+        let raw = head.update.get();
+        let Ok(v) = serde_json::from_str::<Value>(raw) else {
+            out.push(Action::ToClient(frame));
+            return;
+        };
+        let field = |k: &str| match v.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(Cow::Borrowed(s.as_str()))),
+            Some(_) => Err(()),
+        };
+        let (Ok(Some(kind)), Ok(tool_call_id), Ok(title), Ok(status)) = (
+            field("sessionUpdate"),
+            field("toolCallId"),
+            field("title"),
+            field("status"),
+        ) else {
+            out.push(Action::ToClient(frame));
+            return;
+        };
+        let meta = v.get("_meta").map(|_| raw);
+        let parts = UpdateParts {
+            raw,
+            kind,
+            tool_call_id,
+            title,
+            has_status: status.is_some(),
+            meta,
+        };
+        self.agent_update_parts(frame, &head.session_id, parts, found, out);
+    }
+
+    /// A `session/update` taken apart: its session id and its update's fields and text.
+    /// `found` says which keys the frame's bytes hold (see [`keys::Signals`]).
+    pub(super) fn agent_update_parts(
+        &mut self,
+        frame: Bytes,
+        session_id: &str,
+        fields: UpdateParts<'_>,
+        found: Found,
+        out: &mut Vec<Action>,
+    ) {
+        let raw = fields.raw;
+        // Borrowed from the frame (copies only when the agent escaped them): no allocation
+        // for the fields every update is routed by.
+        let sid = session_id;
+        let (kind, tool) = (fields.kind.clone(), fields.tool_call_id.clone());
+        let (kind, tool) = (kind.as_ref(), tool.as_deref());
+        let parse_update = || serde_json::from_str::<Value>(raw).ok();
+        let names_parent = found.has(keys::kind::PARENT);
+
+        match kind {
+            "subagent_update" | "subagent_spawned" | "subagent_state_update" => {
+                // Zed's decoder rejects these kinds: they become cards, never pass through.
+                self.standard_announce(sid, parse_update(), out);
+                return;
+            }
+            "session_message" | "session_message_chunk" => {
+                self.session_message(sid, parse_update(), out);
+                return;
+            }
+            _ => {}
+        }
+        if let Some(cid) = self.reg.by_agent_child(sid).cloned() {
+            self.child_event_raw(&cid, sid, fields, found, frame, out);
+            return;
+        }
+        if let Some(t) = &tool {
+            if let Some(cid) = self.reg.by_spawn(sid, t).cloned() {
+                self.spawn_event(&cid, kind, parse_update(), out);
+                return;
+            }
+            if let Some(owner) = self.reg.tool_owner(sid, t).cloned() {
+                // An explicit parent id wins over attribution by id: two children may use the
+                // same tool call id.
+                let named = if names_parent {
+                    self.detector
+                        .parent_ref_raw(raw, fields.meta)
+                        .or_else(|| {
+                            let update = parse_update()?;
+                            self.detector.parent_ref(&update).map(str::to_owned)
+                        })
+                        .and_then(|r| self.reg.by_spawn(sid, &r).cloned())
+                } else {
+                    None
+                };
+                let cid = named.unwrap_or(owner);
+                self.child_event_raw(&cid, sid, fields, found, frame, out);
+                return;
+            }
+        }
+        // Cheap exit for the common case: nothing here can be a spawn or a child event.
+        let may_spawn = kind == "tool_call" && found.has(keys::kind::SPAWN);
+        if !names_parent && !may_spawn {
+            out.push(Action::ToClient(frame));
+            if let (Some(t), "tool_call") = (tool, kind) {
+                self.parent_tools.insert(sid, t);
+                self.release_held(sid, t, out);
+            }
+            return;
+        }
+        if names_parent && !may_spawn {
+            // Most child events: the parent reference read straight from the bytes.
+            if let Some(cid) = self
+                .detector
+                .parent_ref_raw(raw, fields.meta)
+                .and_then(|r| self.reg.by_spawn(sid, &r))
+                .cloned()
+            {
+                self.child_event_raw(&cid, sid, fields, found, frame, out);
+                return;
+            }
+        }
+        let Some(update) = parse_update() else {
+            out.push(Action::ToClient(frame));
+            return;
+        };
+        if let Some(parent_ref) = self.detector.parent_ref(&update).map(str::to_owned) {
+            match self.reg.by_spawn(sid, &parent_ref).cloned() {
+                Some(cid) => self.child_event(&cid, sid, Some(update), frame, out),
+                // A spawn over a limit: its child's events pass through as the agent sent them.
+                None if self.passthrough_spawns.contains(&PairRef(sid, &parent_ref)) => {
+                    out.push(Action::ToClient(frame));
+                }
+                None => {
+                    self.note(
+                        out,
+                        NoteLevel::Info,
+                        format!(
+                            "`{kind}` names spawn {parent_ref}, which this proxy has not seen: kept in session {sid}"
+                        ),
+                    );
+                    out.push(Action::ToClient(frame));
+                }
+            }
+            return;
+        }
+        if kind == "tool_call" {
+            if let (Some(t), Some(tool_name)) = (&tool, self.detector.spawn_tool_name(&update)) {
+                if self.spawn_allowed(sid, sid, t, out) {
+                    // A spawn on a top-level session: the card lives in that session.
+                    let site = SpawnSite {
+                        agent_session: sid.to_owned(),
+                        parent: sid.to_owned(),
+                        top_session: sid.to_owned(),
+                        spawn_id: (*t).to_owned(),
+                    };
+                    self.new_spawn(site, tool_name, update, out);
+                } else {
+                    out.push(Action::ToClient(frame));
+                }
+                self.release_held(sid, t, out);
+                return;
+            }
+        }
+        out.push(Action::ToClient(frame));
+        if let (Some(t), "tool_call") = (tool, kind) {
+            self.parent_tools.insert(sid, t);
+            self.release_held(sid, t, out);
+        }
+    }
+}

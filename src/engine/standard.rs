@@ -1,0 +1,183 @@
+//! Standard ACP subagents: `subagent_update` announcements (and the earlier draft kinds) and
+//! the `session_message` that carries a child's task.
+
+use serde_json::{json, Value};
+
+use super::{str_field, Action, Engine};
+use crate::subagents::ids;
+use crate::subagents::ids::ChildId;
+use crate::subagents::model::{
+    Card, Child, ChildState, Prompt, SpawnSite, StopRoute, SYNTHETIC_TOOL_NAME,
+};
+
+impl Engine {
+    /// Standard ACP `subagent_update` (and the earlier draft kinds) on session `on`.
+    pub(super) fn standard_announce(
+        &mut self,
+        on: &str,
+        update: Option<Value>,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(update) = update else { return };
+        let Some(agent_child) = str_field(&update, "sessionId")
+            .or_else(|| str_field(&update, "subagentSessionId"))
+            .map(str::to_owned)
+        else {
+            self.report_once(
+                "subagent_update-without-session",
+                out,
+                "a subagent announcement without a child session id was dropped (the agent's subagent shape changed?)".into(),
+            );
+            return;
+        };
+        let (parent, top) = match self.reg.by_agent_child(on).and_then(|c| self.reg.get(c)) {
+            Some(p) => (p.id.to_string(), p.top_session.clone()),
+            None => (on.to_owned(), on.to_owned()),
+        };
+        let cid = match self.reg.by_agent_child(&agent_child).cloned() {
+            Some(cid) => {
+                let replaying = self
+                    .reg
+                    .get(&cid)
+                    .is_some_and(|c| self.replaying.contains(&c.top_session));
+                if replaying && self.replay_cards.insert(cid.clone()) {
+                    // The parent is being reopened: its thread needs the card again.
+                    if let Some(child) = self.reg.get(&cid) {
+                        let card = self.render.synthesized_card(child);
+                        let parent = child.parent.clone();
+                        self.emit(&parent, card, out);
+                    }
+                }
+                if let Some(t) = str_field(&update, "title") {
+                    let child = self.reg.get_mut(&cid);
+                    if let Some(child) = child.filter(|c| c.title != t) {
+                        child.title = t.to_owned();
+                        let card = (child.card != Card::Progress)
+                            .then(|| self.render.card_update(child, None, Some(t)));
+                        let parent = child.parent.clone();
+                        if let Some(card) = card {
+                            self.emit(&parent, card, out);
+                        }
+                    }
+                }
+                cid
+            }
+            None => {
+                let spawn_id = ids::synthesized_spawn_id(&agent_child);
+                let cid = ChildId::derive(&parent, &spawn_id);
+                let mut child = match self.reg.children.remove(&cid) {
+                    Some(restored) => restored,
+                    None => {
+                        let site = SpawnSite {
+                            agent_session: agent_child.clone(),
+                            parent: parent.clone(),
+                            top_session: top,
+                            spawn_id,
+                        };
+                        let mut c = Child::new(cid.clone(), site, SYNTHETIC_TOOL_NAME.into());
+                        c.state = ChildState::Running;
+                        c
+                    }
+                };
+                child.agent_child = Some(agent_child.clone());
+                child.agent_session = agent_child.clone();
+                if let Some(t) =
+                    str_field(&update, "title").or_else(|| str_field(&update, "description"))
+                {
+                    child.title = t.to_owned();
+                }
+                if child.title.is_empty() {
+                    child.title = "Subagent".into();
+                }
+                let card = self.render.synthesized_card(&child);
+                if self.replaying.contains(&child.top_session) {
+                    self.replay_cards.insert(cid.clone());
+                }
+                self.reg.insert(child);
+                self.persist_child(&cid, out);
+                self.emit(&parent, card, out);
+                cid
+            }
+        };
+        if let Some(child) = self.reg.get_mut(&cid) {
+            if update.pointer("/capabilities/cancel").is_some() {
+                child.stop_route = StopRoute::Direct;
+            }
+        }
+        if self.reg.get(&cid).is_some_and(Child::replay_known) {
+            // A replayed announcement of a child the proxy already holds: its state is known.
+            return;
+        }
+        // v1: state {state, stopReason}; drafts: state "completed" | "failed" | ...
+        let (state, stop) = match update.get("state") {
+            Some(Value::Object(s)) => (
+                s.get("state").and_then(Value::as_str).unwrap_or(""),
+                s.get("stopReason").and_then(Value::as_str),
+            ),
+            Some(Value::String(s)) => (s.as_str(), None),
+            _ => ("", None),
+        };
+        match (state, stop) {
+            ("running", _) => self.resume_child(&cid, out),
+            ("idle", None | Some("end_turn")) | ("completed", _) => {
+                self.finish_child(&cid, ChildState::Completed, out)
+            }
+            ("idle", Some("cancelled")) | ("cancelled", _) => {
+                self.finish_child(&cid, ChildState::Cancelled, out)
+            }
+            ("idle", Some(_)) | ("unknown" | "failed" | "disconnected", _) => {
+                self.finish_child(&cid, ChildState::Failed, out)
+            }
+            _ => {}
+        }
+    }
+
+    /// A standard `session_message`: the one addressed to a child is its task prompt (or a
+    /// follow-up); replies and everything else are not for a client that did not opt in.
+    pub(super) fn session_message(
+        &mut self,
+        _on: &str,
+        update: Option<Value>,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(update) = update else { return };
+        let Some(recipient) = str_field(&update, "recipientSessionId") else {
+            return;
+        };
+        let Some(cid) = self.reg.by_agent_child(recipient).cloned() else {
+            return;
+        };
+        let message_id = str_field(&update, "messageId").map(str::to_owned);
+        let sender = str_field(&update, "senderSessionId").map(str::to_owned);
+        let Some(child) = self.reg.get_mut(&cid) else {
+            return;
+        };
+        if let Some(mid) = &message_id {
+            if child.seen_messages.contains(mid) {
+                return;
+            }
+            child.seen_messages.push(mid.clone());
+        }
+        if let (Some(mid), Some(sender)) = (&message_id, &sender) {
+            // Claude also tags the child's events with this tool-use id: let those find it.
+            self.reg.alias_spawn(sender, mid, &cid);
+        }
+        let blocks: Vec<Value> = match update.get("content") {
+            Some(Value::Array(items)) => items.clone(),
+            Some(single @ Value::Object(_)) => vec![single.clone()],
+            _ => Vec::new(),
+        };
+        if self.reg.get(&cid).is_some_and(Child::replay_known) {
+            // A replay of what the child thread already holds.
+            return;
+        }
+        self.resume_child(&cid, out);
+        for block in blocks {
+            let update = json!({"sessionUpdate": "user_message_chunk", "content": block});
+            self.record_in(&cid, &update, out);
+        }
+        if let Some(child) = self.reg.get_mut(&cid) {
+            child.prompt = Prompt::Recorded;
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! A child's thread: updates recorded in order, sent live once the client loaded the child,
+//! and persisted.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{str_field, Action, Engine, NoteLevel};
+use crate::subagents::ids::ChildId;
+use crate::subagents::model::Tracking;
+use crate::subagents::persist::StoreOp;
+use crate::wire::write;
+
+impl Engine {
+    /// Put an update into a session's thread: a child's is recorded (and sent live if the
+    /// client loaded it), a top-level session's goes to the client.
+    pub(super) fn emit(&mut self, session: &str, update: Value, out: &mut Vec<Action>) {
+        if self.reg.is_child(session) {
+            self.record_in(session, &update, out);
+        } else {
+            out.push(Action::ToClient(write::session_update(session, &update)));
+        }
+    }
+
+    pub(super) fn record_in(&mut self, cid: &str, update: &Value, out: &mut Vec<Action>) {
+        let kind = str_field(update, "sessionUpdate").unwrap_or("").to_owned();
+        let tool = str_field(update, "toolCallId").map(str::to_owned);
+        self.record_text_in(
+            cid,
+            &kind,
+            tool.as_deref(),
+            &update.to_string(),
+            Some(update),
+            out,
+        );
+    }
+
+    /// Append one update (its JSON text, and the parsed value when at hand) to a child's
+    /// thread, persist it, and send it live if the client loaded the child.
+    pub(super) fn record_text_in(
+        &mut self,
+        cid: &str,
+        kind: &str,
+        tool: Option<&str>,
+        text: &str,
+        value: Option<&Value>,
+        out: &mut Vec<Action>,
+    ) {
+        let max = self.cfg.limits.max_transcript_bytes;
+        let Some(child) = self.reg.get_mut(cid) else {
+            return;
+        };
+        if child.passes_through() {
+            return;
+        }
+        if child.bytes + text.len() > max {
+            child.tracking = Tracking::PassThrough;
+            let msg = format!(
+                "subagent {cid}: transcript reached max_transcript_bytes ({max}); its further events pass through to the parent unchanged"
+            );
+            self.note(out, NoteLevel::Warn, msg);
+            return;
+        }
+        if self.render.reads_child_events() {
+            match value {
+                Some(v) => self.render.recorded(child, v),
+                None => {
+                    if let Ok(v) = serde_json::from_str::<Value>(text) {
+                        self.render.recorded(child, &v);
+                    }
+                }
+            }
+        }
+        // One copy, shared by the thread in memory and the store.
+        let text: Arc<str> = Arc::from(text);
+        child.record_kind(kind, tool, text.clone());
+        if child.is_loaded() {
+            out.push(Action::ToClient(write::session_update_raw(cid, &text)));
+        }
+        out.push(Action::Store(StoreOp::AppendUpdate {
+            child_id: cid.to_owned(),
+            update: text,
+        }));
+    }
+
+    pub(super) fn persist_child(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
+        let Some(c) = self.reg.get(cid) else { return };
+        out.push(Action::Store(StoreOp::UpsertChild {
+            child_id: c.id.to_string(),
+            parent_session_id: c.parent.clone(),
+            spawn_tool_call_id: c.spawn_id.clone(),
+            agent: self.agent_name.clone(),
+            cwd: c.cwd.clone(),
+            title: (!c.title.is_empty()).then(|| c.title.clone()),
+            state: c.state,
+        }));
+    }
+
+    pub(super) fn persist_state(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
+        let Some(c) = self.reg.get(cid) else { return };
+        out.push(Action::Store(StoreOp::SetState {
+            child_id: c.id.to_string(),
+            state: c.state,
+        }));
+        out.push(Action::Store(StoreOp::SetIndices {
+            child_id: c.id.to_string(),
+            entry_count: c.entries.count(),
+            turns: c.turns.clone(),
+        }));
+    }
+
+    /// The session the client knows for a child: the child once loaded, else the nearest
+    /// loaded ancestor, else the top-level session.
+    pub(super) fn visible_session(&self, cid: &str) -> String {
+        let mut cur = cid.to_owned();
+        for _ in 0..64 {
+            match self.reg.get(&cur) {
+                Some(c) if c.is_loaded() => return cur,
+                Some(c) => cur = c.parent.clone(),
+                None => return cur,
+            }
+        }
+        cur
+    }
+}

@@ -1,0 +1,130 @@
+//! What the client sees of a subagent: its spawn card in the parent's thread, in the output
+//! flavour chosen for the client. Every flavour reads the same [model](super::model) and is
+//! reached through [`Render`]; the engine decides *when* a card changes, a renderer *how* it
+//! looks.
+//!
+//! - [`zed`]: Zed's `_meta.subagent_session_info` cards, titled with live progress;
+//! - [`transcript`]: the child's work folded into the card as a bounded log, for clients with
+//!   neither Zed's convention nor standard ACP subagents.
+//!
+//! A new flavour (standard ACP subagents for clients that advertise them, say) is one more
+//! module implementing [`Render`], and one more arm where the engine picks the renderer for a
+//! client.
+//!
+//! The child's own thread is the same in every flavour: ACP `session/update`s the proxy
+//! serves on the child's `session/load` ([`user_text`] and [`agent_text`] build the entries it
+//! adds itself).
+
+pub mod transcript;
+pub mod zed;
+
+use std::fmt;
+
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+use super::model::Child;
+
+/// One output flavour of subagent cards.
+pub trait Render: fmt::Debug + Send {
+    /// The spawn card the proxy creates for a child the agent announced without a tool call
+    /// of its own (standard ACP subagents).
+    fn synthesized_card(&self, child: &Child) -> Value;
+
+    /// A `tool_call_update` of the child's card: `status` and `title` if given, and what the
+    /// flavour shows of the child.
+    fn card_update(&self, child: &Child, status: Option<&str>, title: Option<&str>) -> Value;
+
+    /// The agent's own spawn tool call (`tool_call` when `is_new`, else an update of it) on
+    /// its way to the parent's thread.
+    fn spawn_update(&self, child: &Child, update: &mut Value, is_new: bool);
+
+    /// Whether the flavour reads the fields of a child's events ([`Render::recorded`]).
+    /// Without, the engine records most of them as raw text, without building a tree.
+    fn reads_child_events(&self) -> bool {
+        false
+    }
+
+    /// An update was recorded in the child's thread (only called when
+    /// [`Render::reads_child_events`]).
+    fn recorded(&mut self, _child: &Child, _update: &Value) {}
+
+    /// The child's thread grew by one event while its card is open (not during a replay):
+    /// the change of the card to show for it, if any.
+    fn child_step(&mut self, child: &mut Child, step: &Step<'_>) -> Option<CardChange>;
+
+    /// The engine let go of a child: drop what is kept for it.
+    fn forget(&mut self, _child_id: &str) {}
+
+    /// Sizes of what the renderer keeps per child, to check that long sessions stay bounded.
+    fn footprint(&self) -> Vec<(&'static str, usize)> {
+        Vec::new()
+    }
+}
+
+/// One event of a child, as [`Render::child_step`] sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Step<'a> {
+    /// The update's `sessionUpdate`.
+    pub kind: &'a str,
+    /// A tool call the child thread did not have yet.
+    pub new_tool_call: bool,
+    /// A `tool_call_update` that carries a status.
+    pub tool_status: bool,
+    /// The event added an entry to the child thread (Zed's entry rules).
+    pub new_entry: bool,
+    /// The event's title, if it has one.
+    pub title: Option<&'a str>,
+    /// The card lives in another child's thread, not in a top-level session's.
+    pub nested: bool,
+}
+
+/// A change of a child's card.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CardChange {
+    /// This card update goes into the parent's thread.
+    Update(Value),
+    /// The `session/update` line for a top-level parent, already written (it is sent at
+    /// every step of every child, so it is written without building a tree first).
+    Line(Bytes),
+}
+
+/// A `tool_call_update` of the child's card with a status and a title, each if given: what
+/// every flavour's card update starts from.
+pub fn card_base(child: &Child, status: Option<&str>, title: Option<&str>) -> Value {
+    let mut upd = json!({"sessionUpdate": "tool_call_update", "toolCallId": child.spawn_id});
+    if let Some(s) = status {
+        upd["status"] = json!(s);
+    }
+    if let Some(t) = title {
+        upd["title"] = json!(t);
+    }
+    upd
+}
+
+/// A `tool_call` for a spawn card the proxy creates itself, before any flavour's additions.
+pub fn synthesized_base(child: &Child) -> Value {
+    json!({
+        "sessionUpdate": "tool_call",
+        "toolCallId": child.spawn_id,
+        "title": child.title,
+        "kind": "other",
+        "status": child.state.card_status(),
+    })
+}
+
+/// Take Zed's subagent keys off one of a child's own tool calls, in every flavour: a child's
+/// tool call is never shown as a subagent card of its own.
+pub fn strip_subagent_info(update: &mut Value) {
+    zed::strip_meta(update);
+}
+
+/// A user message entry for the child thread.
+pub fn user_text(text: &str) -> Value {
+    json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": text}})
+}
+
+/// An assistant message entry for the child thread.
+pub fn agent_text(text: &str) -> Value {
+    json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}})
+}

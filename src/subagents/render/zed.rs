@@ -1,0 +1,235 @@
+//! Zed's subagent convention, in one place so the proxy can follow Zed as it changes.
+//!
+//! A spawn tool call carries `_meta.tool_name` and `_meta.subagent_session_info` (a snake_case
+//! object: `session_id`, `message_start_index`, optional `message_end_index`). Zed reads
+//! `tool_name` from `tool_call` only and `subagent_session_info` from both kinds.
+
+use bytes::Bytes;
+use serde_json::{json, Map, Value};
+
+use super::{card_base, synthesized_base, CardChange, Render, Step};
+use crate::subagents::model::Child;
+use crate::wire::write::session_update_with;
+
+/// Upper bound of a live-progress card title, in characters.
+const MAX_TITLE_CHARS: usize = 120;
+const MAX_ACTIVITY_CHARS: usize = 48;
+
+/// `_meta.subagent_session_info` for the child's current turn.
+pub fn session_info(child: &Child) -> Value {
+    let turn = child.current_turn();
+    let mut info = json!({"session_id": child.id, "message_start_index": turn.start});
+    if let Some(end) = turn.end {
+        info["message_end_index"] = json!(end);
+    }
+    info
+}
+
+/// Merge Zed's keys into an update's `_meta`, keeping every key the agent put there.
+/// `with_tool_name` is for `tool_call` (Zed ignores `tool_name` on updates).
+pub fn inject_meta(update: &mut Value, child: &Child, with_tool_name: bool) {
+    let Some(obj) = update.as_object_mut() else {
+        return;
+    };
+    let meta = obj
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !meta.is_object() {
+        // A non-object `_meta` violates the schema; Zed would drop it anyway.
+        *meta = Value::Object(Map::new());
+    }
+    if let Some(m) = meta.as_object_mut() {
+        if with_tool_name {
+            m.insert("tool_name".into(), json!(child.tool_name));
+        }
+        m.insert("subagent_session_info".into(), session_info(child));
+    }
+}
+
+/// Remove Zed subagent keys from a child's own tool call (never render it as a subagent).
+pub fn strip_meta(update: &mut Value) {
+    if let Some(m) = update.get_mut("_meta").and_then(Value::as_object_mut) {
+        m.remove("subagent_session_info");
+    }
+}
+
+/// The spawn card the proxy creates for a child the agent announced without a tool call.
+pub fn synthesized_card(child: &Child) -> Value {
+    let mut card = synthesized_base(child);
+    inject_meta(&mut card, child, true);
+    card
+}
+
+/// A card update: status (if given), title (if given) and the current index range.
+pub fn card_update(child: &Child, status: Option<&str>, title: Option<&str>) -> Value {
+    let mut upd = card_base(child, status, title);
+    inject_meta(&mut upd, child, false);
+    upd
+}
+
+/// `session/update` on `session` giving the child's card a new title: the same line as
+/// `session_update(session, &card_update(child, None, Some(title)))`, written directly (it
+/// is sent at every step of every child).
+pub fn progress_notification(session: &str, child: &Child, title: &str) -> Bytes {
+    let turn = child.current_turn();
+    session_update_with(session, 192 + title.len() + child.id.len(), |line| {
+        // Strings and integers serialise into a Vec infallibly.
+        line.extend_from_slice(br#"{"sessionUpdate":"tool_call_update","toolCallId":"#);
+        let _ = serde_json::to_writer(&mut *line, &child.spawn_id);
+        line.extend_from_slice(br#","title":"#);
+        let _ = serde_json::to_writer(&mut *line, title);
+        line.extend_from_slice(br#","_meta":{"subagent_session_info":{"session_id":"#);
+        let _ = serde_json::to_writer(&mut *line, &child.id);
+        line.extend_from_slice(br#","message_start_index":"#);
+        let _ = serde_json::to_writer(&mut *line, &turn.start);
+        if let Some(end) = turn.end {
+            line.extend_from_slice(br#","message_end_index":"#);
+            let _ = serde_json::to_writer(&mut *line, &end);
+        }
+        line.extend_from_slice(b"}}}");
+    })
+}
+
+/// The live-progress title: `Task · latest activity · N steps`, bounded.
+pub fn progress_title(child: &Child) -> String {
+    let mut title = child.title.clone();
+    if let Some(activity) = &child.progress.activity {
+        title.push_str(" · ");
+        title.push_str(&truncate(activity, MAX_ACTIVITY_CHARS));
+    }
+    let steps = child.progress.steps;
+    let s = if steps == 1 { "" } else { "s" };
+    title.push_str(&format!(" · {steps} step{s}"));
+    truncate(&title, MAX_TITLE_CHARS)
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    let one_line = s.lines().next().unwrap_or("");
+    if one_line.chars().count() <= max && one_line.len() == s.len() {
+        return one_line.to_owned();
+    }
+    let mut out: String = one_line.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// Zed's cards: `_meta` with the child's session and index range, the title showing the
+/// child's latest step while it runs (`live_progress`).
+#[derive(Debug, Clone)]
+pub struct Zed {
+    live_progress: bool,
+}
+
+impl Zed {
+    pub fn new(live_progress: bool) -> Zed {
+        Zed { live_progress }
+    }
+}
+
+impl Render for Zed {
+    fn synthesized_card(&self, child: &Child) -> Value {
+        synthesized_card(child)
+    }
+
+    fn card_update(&self, child: &Child, status: Option<&str>, title: Option<&str>) -> Value {
+        card_update(child, status, title)
+    }
+
+    fn spawn_update(&self, child: &Child, update: &mut Value, is_new: bool) {
+        inject_meta(update, child, is_new);
+    }
+
+    fn child_step(&mut self, child: &mut Child, step: &Step<'_>) -> Option<CardChange> {
+        if !(step.new_tool_call && self.live_progress) {
+            return None;
+        }
+        child.show_step(step.title.map(str::to_owned));
+        let title = progress_title(child);
+        Some(if step.nested {
+            CardChange::Update(card_update(child, None, Some(&title)))
+        } else {
+            // The common case, once per step of every child: the card's new title goes
+            // straight to the client, written without building a tree first.
+            CardChange::Line(progress_notification(&child.parent, child, &title))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn child() -> Child {
+        let site = SpawnSite {
+            agent_session: "p".into(),
+            parent: "p".into(),
+            top_session: "p".into(),
+            spawn_id: "t1".into(),
+        };
+        let mut c = Child::new(ChildId::known("acpx-sub-x".into()), site, "Agent".into());
+        c.title = "Survey text files".into();
+        c
+    }
+
+    use crate::subagents::ids::ChildId;
+    use crate::subagents::model::SpawnSite;
+    use crate::wire::write::session_update;
+
+    #[test]
+    fn progress_notification_is_the_card_update_line() {
+        let mut c = child();
+        c.spawn_id = "toolu_\"q\"".into();
+        let title = "Survey · Read \"a.txt\" é · 2 steps";
+        let direct = progress_notification("sess-1", &c, title);
+        assert_eq!(
+            direct,
+            session_update("sess-1", &card_update(&c, None, Some(title)))
+        );
+        c.entries.push("user_message_chunk", None);
+        c.entries.push("tool_call", Some("a"));
+        c.end_turn();
+        let direct = progress_notification("sess-1", &c, title);
+        assert_eq!(
+            direct,
+            session_update("sess-1", &card_update(&c, None, Some(title)))
+        );
+        assert!(String::from_utf8_lossy(&direct).contains("message_end_index"));
+    }
+
+    #[test]
+    fn meta_is_snake_case_object_and_keeps_agent_keys() {
+        let mut c = child();
+        let mut upd = json!({"sessionUpdate":"tool_call","toolCallId":"t1","_meta":{"claudeCode":{"toolName":"Agent"}}});
+        inject_meta(&mut upd, &c, true);
+        assert_eq!(upd["_meta"]["claudeCode"]["toolName"], "Agent");
+        assert_eq!(upd["_meta"]["tool_name"], "Agent");
+        assert_eq!(
+            upd["_meta"]["subagent_session_info"],
+            json!({"session_id":"acpx-sub-x","message_start_index":0})
+        );
+        c.entries.push("user_message_chunk", None);
+        c.entries.push("tool_call", Some("a"));
+        c.end_turn();
+        let upd = card_update(&c, Some("completed"), None);
+        assert_eq!(
+            upd["_meta"]["subagent_session_info"]["message_end_index"],
+            1
+        );
+        assert!(upd["_meta"].get("tool_name").is_none());
+    }
+
+    #[test]
+    fn progress_title_is_bounded() {
+        let mut c = child();
+        c.progress.steps = 3;
+        c.progress.activity = Some("Find `*.txt`".into());
+        assert_eq!(
+            progress_title(&c),
+            "Survey text files · Find `*.txt` · 3 steps"
+        );
+        c.progress.activity = Some("x".repeat(500));
+        assert!(progress_title(&c).chars().count() <= MAX_TITLE_CHARS);
+        c.progress.activity = Some("line one\nline two".into());
+        assert!(progress_title(&c).contains("line one…"));
+    }
+}

@@ -1,0 +1,382 @@
+//! The shell's one face over the engine. Every frame from either side goes in here with the
+//! time; what the engine returns is carried out here: frames leave for a peer, notes reach the
+//! log and the dump, the store is written and read. The dump's taps are here, once.
+//!
+//! Chain mode is a layer over the same face ([`Link::Chained`]): frames from the conductor are
+//! unwrapped into the engine's client or agent side, and what the engine sends either way is
+//! wrapped for the conductor. The relay loop does not know which it drives.
+
+use bytes::Bytes;
+use tokio::time::{Duration, Instant};
+
+use super::agent_reader::Chunk;
+use super::framing::Frame;
+use super::outbox::Outbox;
+use crate::chain::{Chain, Dialect, Route};
+use crate::dump::{Direction, Dump};
+use crate::engine::{Action, Engine, Millis, NoteLevel};
+use crate::store::Store;
+use crate::wire::lines;
+use crate::wire::read_ahead::{AgentScan, Scanner};
+
+/// Which peer a frame is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dest {
+    Client,
+    Agent,
+}
+
+/// Where frames leave: the client's connection, and the agent's stdin while it is open. In
+/// chain mode both sides travel on the client's connection (the conductor's).
+pub(crate) struct Outputs {
+    pub(crate) client: Outbox,
+    pub(crate) agent: Option<Outbox>,
+}
+
+impl Outputs {
+    fn send(&self, dest: Dest, bytes: Bytes) {
+        match dest {
+            Dest::Client => {
+                self.client.send(bytes);
+            }
+            Dest::Agent => match &self.agent {
+                Some(agent) => {
+                    agent.send(bytes);
+                }
+                None => tracing::debug!("agent stdin closed: dropping a frame for the agent"),
+            },
+        }
+    }
+}
+
+/// How the client's connection relates to the engine's two sides.
+enum Link {
+    /// A client on one side, the agent (a process of ours) on the other.
+    Direct,
+    /// One connection to a conductor carries both sides (`proxy/successor`).
+    Chained(Chain),
+}
+
+/// The engine with everything that carries out its actions.
+pub(crate) struct Shell {
+    engine: Engine,
+    /// The engine's output, carried out in order; kept to reuse its capacity.
+    actions: Vec<Action>,
+    dump: Option<Dump>,
+    /// Durable child transcripts (none in a pure relay).
+    store: Option<Store>,
+    clock: Instant,
+    /// Lines longer than this are not inspected.
+    max_frame: usize,
+    link: Link,
+}
+
+impl Shell {
+    pub(crate) fn new(
+        engine: Engine,
+        dump: Option<Dump>,
+        store: Option<Store>,
+        max_frame: usize,
+    ) -> Shell {
+        Shell {
+            engine,
+            actions: Vec::new(),
+            dump,
+            store,
+            clock: Instant::now(),
+            max_frame,
+            link: Link::Direct,
+        }
+    }
+
+    /// From now on the client's connection is a conductor's, speaking `dialect`.
+    pub(crate) fn chained(&mut self, dialect: Dialect) {
+        self.link = Link::Chained(Chain::new(dialect));
+    }
+
+    pub(crate) fn is_chained(&self) -> bool {
+        matches!(self.link, Link::Chained(_))
+    }
+
+    fn now(&self) -> Millis {
+        self.clock.elapsed().as_millis() as u64
+    }
+
+    /// When [`Shell::tick`] is due next, if ever.
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        self.engine
+            .poll_timeout()
+            .map(|ms| self.clock + Duration::from_millis(ms))
+    }
+
+    /// The queue whose room decides whether the client's connection is read: what the
+    /// client sends mostly goes on to the agent (to the conductor in chain mode).
+    pub(crate) fn client_input_queue<'o>(&self, out: &'o Outputs) -> Option<&'o Outbox> {
+        match self.link {
+            Link::Direct => out.agent.as_ref(),
+            Link::Chained(_) => Some(&out.client),
+        }
+    }
+
+    /// What reads agent frames ahead on the reader thread, while subagents are modelled.
+    pub(crate) fn scanner(&self) -> Option<Scanner> {
+        self.engine
+            .models_subagents()
+            .then(|| self.engine.scanner())
+    }
+
+    /// Record a frame in the dump.
+    pub(crate) fn record(&self, dir: Direction, bytes: &Bytes) {
+        if let Some(d) = &self.dump {
+            d.frame(dir, bytes);
+        }
+    }
+
+    /// A diagnostic of the proxy: on stderr at `warn`, and in the dump.
+    pub(crate) fn warn(&self, message: String) {
+        tracing::warn!("{message}");
+        if let Some(d) = &self.dump {
+            d.note(message);
+        }
+    }
+
+    /// A diagnostic for the dump only (the caller has logged it).
+    pub(crate) fn note(&self, message: String) {
+        if let Some(d) = &self.dump {
+            d.note(message);
+        }
+    }
+
+    /// What the client's connection delivered.
+    pub(crate) fn client_frame(&mut self, frame: Frame, out: &Outputs) {
+        if self.is_chained() {
+            return self.conductor_frame(frame, out);
+        }
+        let now = self.now();
+        match frame {
+            Frame::Line(bytes) => {
+                self.record(Direction::ClientToProxy, &bytes);
+                self.engine.from_client(bytes, now, &mut self.actions);
+            }
+            Frame::Lines(chunk) => {
+                for (a, b) in lines(&chunk) {
+                    let line = chunk.slice(a..b);
+                    self.record(Direction::ClientToProxy, &line);
+                    self.engine.from_client(line, now, &mut self.actions);
+                }
+            }
+            Frame::Piece { bytes, first, .. } => {
+                self.record(Direction::ClientToProxy, &bytes);
+                if first {
+                    self.oversize_note("client");
+                }
+                self.actions.push(Action::ToAgent(bytes));
+            }
+        }
+        self.flush(now, out);
+    }
+
+    /// A frame from the conductor: unwrapped into the engine's client or agent side.
+    fn conductor_frame(&mut self, frame: Frame, out: &Outputs) {
+        let lines_of = |chunk: &Bytes| -> Vec<Bytes> {
+            lines(chunk).map(|(a, b)| chunk.slice(a..b)).collect()
+        };
+        let lines = match frame {
+            Frame::Line(bytes) => vec![bytes],
+            Frame::Lines(chunk) => lines_of(&chunk),
+            Frame::Piece { first, .. } => {
+                if first {
+                    // A wrapped frame must be read whole to be routed.
+                    tracing::error!("a line from the conductor is longer than max_frame_bytes: it cannot be routed in chain mode and is dropped");
+                }
+                Vec::new()
+            }
+        };
+        for bytes in lines {
+            let now = self.now();
+            self.record(Direction::ClientToProxy, &bytes);
+            let Link::Chained(chain) = &mut self.link else {
+                return;
+            };
+            match chain.route_inbound(bytes) {
+                Route::Client(inner) => self.engine.from_client(inner, now, &mut self.actions),
+                Route::Agent(inner) => self.engine.from_agent(inner, now, &mut self.actions),
+                Route::Drop(why) => tracing::debug!("not forwarded: {why}"),
+            }
+            self.flush(now, out);
+        }
+    }
+
+    /// What the agent's stdout delivered (with what the reader thread found in it).
+    pub(crate) fn agent_chunk(&mut self, chunk: Chunk, out: &Outputs) {
+        let now = self.now();
+        let Chunk { frame, scans } = chunk;
+        match frame {
+            Frame::Lines(chunk) => self.agent_lines(chunk, scans, now, out),
+            Frame::Line(bytes) => {
+                self.record(Direction::AgentToProxy, &bytes);
+                self.engine.from_agent_scanned(
+                    bytes,
+                    scans.into_iter().next(),
+                    now,
+                    &mut self.actions,
+                );
+            }
+            Frame::Piece { bytes, first, .. } => {
+                self.record(Direction::AgentToProxy, &bytes);
+                if first {
+                    self.oversize_note("agent");
+                }
+                self.actions.push(Action::ToClient(bytes));
+            }
+        }
+        self.flush(now, out);
+    }
+
+    /// Every complete line of one read from the agent goes through the engine. Consecutive
+    /// lines it passes on unchanged leave as one slice of the read buffer: one queued write per
+    /// run instead of one per frame. (With a dump, every frame is recorded on its own
+    /// instead.) A line longer than `max_frame_bytes` that happened to arrive whole is passed
+    /// on unparsed, as if it had come in pieces.
+    fn agent_lines(&mut self, chunk: Bytes, scans: Vec<AgentScan>, now: Millis, out: &Outputs) {
+        let mut run_start = 0;
+        let mut scans = scans.into_iter();
+        for (start, end) in lines(&chunk) {
+            let scan = scans.next();
+            let line = chunk.slice(start..end);
+            self.record(Direction::AgentToProxy, &line);
+            if end - start > self.max_frame {
+                self.oversize_note("agent");
+                self.actions.push(Action::ToClient(line));
+            } else {
+                self.engine
+                    .from_agent_scanned(line, scan, now, &mut self.actions);
+            }
+            let untouched = self.dump.is_none()
+                && matches!(self.actions.as_slice(), [Action::ToClient(sent)]
+                    if sent.as_ptr() == chunk[start..].as_ptr() && sent.len() == end - start);
+            if untouched {
+                self.actions.clear();
+                continue;
+            }
+            if run_start < start {
+                out.send(Dest::Client, chunk.slice(run_start..start));
+            }
+            run_start = end;
+            self.flush(now, out);
+        }
+        if run_start < chunk.len() {
+            out.send(Dest::Client, chunk.slice(run_start..));
+        }
+    }
+
+    /// Time passed: let the engine release what waited too long.
+    pub(crate) fn tick(&mut self, out: &Outputs) {
+        let now = self.now();
+        self.engine.handle_timeout(now, &mut self.actions);
+        self.flush(now, out);
+    }
+
+    /// The agent ended the session: every request the client waits for gets an error.
+    pub(crate) fn agent_gone(&mut self, reason: &str, out: &Outputs) {
+        let now = self.now();
+        self.engine.agent_gone(reason, &mut self.actions);
+        self.flush(now, out);
+    }
+
+    fn oversize_note(&self, side: &str) {
+        self.warn(format!(
+            "a line from the {side} is longer than max_frame_bytes ({}): relayed unchanged in pieces, not inspected",
+            self.max_frame
+        ));
+    }
+
+    /// Carry out the engine's actions in order.
+    fn flush(&mut self, now: Millis, out: &Outputs) {
+        // Taken out and put back, so the vector keeps its capacity.
+        let mut actions = std::mem::take(&mut self.actions);
+        self.execute(now, &mut actions, out);
+        self.actions = actions;
+    }
+
+    /// Store look-ups are answered right here: they feed the engine before the next action
+    /// runs, so a parent load reaches the agent only after its children were restored.
+    fn execute(&mut self, now: Millis, actions: &mut Vec<Action>, out: &Outputs) {
+        let mut list = std::mem::take(actions);
+        let mut queue = list.drain(..);
+        while let Some(action) = queue.next() {
+            match action {
+                Action::ToClient(bytes) => {
+                    self.record(Direction::ProxyToClient, &bytes);
+                    self.send(Dest::Client, bytes, out);
+                }
+                Action::ToAgent(bytes) => {
+                    self.record(Direction::ProxyToAgent, &bytes);
+                    self.send(Dest::Agent, bytes, out);
+                }
+                Action::Note(note) => {
+                    match note.level {
+                        NoteLevel::Info => tracing::info!("{}", note.message),
+                        NoteLevel::Warn => tracing::warn!("{}", note.message),
+                    }
+                    self.note(note.message);
+                }
+                Action::Store(op) => {
+                    if let Some(store) = &self.store {
+                        store.submit(op);
+                    }
+                }
+                Action::FetchChildren { parent_session_id } => {
+                    let children = match self
+                        .store
+                        .as_ref()
+                        .map(|s| s.children_of(&parent_session_id))
+                    {
+                        Some(Ok(children)) => children,
+                        Some(Err(e)) => {
+                            tracing::warn!(
+                                "cannot read stored subagents of {parent_session_id}: {e}"
+                            );
+                            Vec::new()
+                        }
+                        None => Vec::new(),
+                    };
+                    self.engine.restore(children);
+                }
+                Action::FetchChild { child_id, request } => {
+                    let child = match self.store.as_ref().map(|s| s.child(&child_id)) {
+                        Some(Ok(child)) => child,
+                        Some(Err(e)) => {
+                            tracing::warn!("cannot read stored subagent {child_id}: {e}");
+                            None
+                        }
+                        None => None,
+                    };
+                    let mut more = Vec::new();
+                    self.engine.child_fetched(child, request, now, &mut more);
+                    // What the answer produced goes before the actions after it (rare: a
+                    // child load; the rest is carried out in one more call).
+                    more.extend(queue.by_ref());
+                    self.execute(now, &mut more, out);
+                    break;
+                }
+            }
+        }
+        // Every action was taken out (a child load's call took the rest), so `list` is empty.
+        drop(queue);
+        *actions = list;
+    }
+
+    /// A frame leaves: as it is, or wrapped for the conductor in chain mode.
+    fn send(&mut self, dest: Dest, bytes: Bytes, out: &Outputs) {
+        match (&mut self.link, dest) {
+            (Link::Direct, _) => out.send(dest, bytes),
+            (Link::Chained(chain), Dest::Client) => {
+                out.send(Dest::Client, chain.wrap_for_predecessor(bytes))
+            }
+            (Link::Chained(chain), Dest::Agent) => {
+                out.send(Dest::Client, chain.wrap_for_successor(bytes))
+            }
+        }
+    }
+}

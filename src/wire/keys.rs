@@ -1,0 +1,206 @@
+//! Byte tests that decide, before any JSON parse, whether a frame may matter. Searchers are
+//! built once: building one costs more than searching a short frame.
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
+
+pub static ID_KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"id\""));
+pub static TOOL_CALL: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"tool_call"));
+pub static SUBAGENT: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"subagent"));
+pub static SESSION_MESSAGE: LazyLock<Finder<'static>> =
+    LazyLock::new(|| Finder::new(b"session_message"));
+pub static SESSION_UPDATE: LazyLock<Finder<'static>> =
+    LazyLock::new(|| Finder::new(b"\"session/update\""));
+pub static SUBAGENT_INFO: LazyLock<Finder<'static>> =
+    LazyLock::new(|| Finder::new(b"subagent_session_info"));
+pub static TOOL_CALL_ID_KEY: LazyLock<Finder<'static>> =
+    LazyLock::new(|| Finder::new(b"\"toolCallId\""));
+
+/// Whether `hay` contains what `f` looks for.
+pub fn has(f: &LazyLock<Finder<'static>>, hay: &[u8]) -> bool {
+    f.find(hay).is_some()
+}
+
+/// Kinds of key an agent frame is searched for, as bits of [`Found`].
+pub mod kind {
+    /// `"id"`: maybe a request or a response.
+    pub const ID: u16 = 1;
+    /// `"tool_call…`: a tool call or an update of one.
+    pub const TOOL_CALL: u16 = 1 << 1;
+    /// `"tool_call"` itself, as a new tool call's kind is written: a frame without it
+    /// announces no tool call (an update names `"tool_call_update"`).
+    pub const NEW_TOOL_CALL: u16 = 1 << 7;
+    /// `subagent…`: a standard subagent update kind or Zed's meta.
+    pub const SUBAGENT: u16 = 1 << 2;
+    /// `session_message`: a message between sessions.
+    pub const SESSION_MESSAGE: u16 = 1 << 3;
+    /// A preset's parent-reference key (`"parentToolUseId"`, …).
+    pub const PARENT: u16 = 1 << 5;
+    /// A preset's spawn marker (tool name, title, input key).
+    pub const SPAWN: u16 = 1 << 6;
+}
+
+/// What one pass over a frame found: the [`kind`] bits of every key that occurs in it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Found(u16);
+
+impl Found {
+    pub const fn new(kinds: u16) -> Found {
+        Found(kinds)
+    }
+
+    pub fn has(self, kinds: u16) -> bool {
+        self.0 & kinds != 0
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+}
+
+const TOOL_CALL_PREFIX: &str = "\"tool_call";
+
+/// Every string the engine's byte tests look for, found in one pass over the frame (Teddy,
+/// a SIMD multi-pattern search, where the CPU has it), however many presets there are, instead
+/// of one search per pattern.
+///
+/// The search reports the longest match at each position and resumes one byte later, so a
+/// pattern hidden inside another's match is still found when it starts elsewhere; one that is
+/// part of another (`"subagent` in `"subagent_type"`) gives its kind to the longer one.
+#[derive(Debug, Clone)]
+pub struct Signals {
+    searcher: Searcher,
+    /// The kinds of each pattern, by pattern index.
+    kinds: Vec<u16>,
+    /// Index of the `"tool_call` pattern: a match followed by `"` is a new tool call's kind
+    /// ([`kind::NEW_TOOL_CALL`]), told apart without a pattern of its own.
+    tool_call: Option<usize>,
+}
+
+#[derive(Debug, Clone)]
+enum Searcher {
+    Packed(aho_corasick::packed::Searcher),
+    /// For CPUs without the SIMD instructions Teddy needs.
+    Automaton(aho_corasick::AhoCorasick),
+}
+
+impl Signals {
+    /// The fixed keys plus the presets' parent keys and spawn markers (each quoted as it
+    /// appears in JSON: `"parentToolUseId"`).
+    pub fn new<S: AsRef<str>>(parent_markers: &[S], spawn_markers: &[S]) -> Signals {
+        let mut patterns: BTreeMap<String, u16> = BTreeMap::new();
+        let mut add = |p: &str, k: u16| *patterns.entry(p.to_owned()).or_default() |= k;
+        add("\"id\"", kind::ID);
+        add(TOOL_CALL_PREFIX, kind::TOOL_CALL);
+        add("subagent", kind::SUBAGENT);
+        add("session_message", kind::SESSION_MESSAGE);
+        for m in parent_markers {
+            add(m.as_ref(), kind::PARENT);
+        }
+        for m in spawn_markers {
+            add(m.as_ref(), kind::SPAWN);
+        }
+        patterns.retain(|p, _| !p.is_empty());
+        let texts: Vec<String> = patterns.keys().cloned().collect();
+        let kinds: Vec<u16> = texts
+            .iter()
+            .map(|p| {
+                patterns
+                    .iter()
+                    .filter(|(q, _)| p.contains(q.as_str()))
+                    .fold(0, |acc, (_, k)| acc | k)
+            })
+            .collect();
+        let mut packed = aho_corasick::packed::Config::new()
+            .match_kind(aho_corasick::packed::MatchKind::LeftmostLongest)
+            .builder();
+        packed.extend(&texts);
+        let searcher = match packed.build() {
+            Some(p) => Searcher::Packed(p),
+            None => Searcher::Automaton(
+                aho_corasick::AhoCorasick::builder()
+                    .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+                    .build(&texts)
+                    .expect("a few short literal patterns always build"),
+            ),
+        };
+        let tool_call = texts.iter().position(|t| t == TOOL_CALL_PREFIX);
+        Signals {
+            searcher,
+            kinds,
+            tool_call,
+        }
+    }
+
+    /// The kinds of string present in `hay`.
+    pub fn scan(&self, hay: &[u8]) -> Found {
+        let mut found = 0;
+        let mut at = 0;
+        while at < hay.len() {
+            let span = aho_corasick::Span::from(at..hay.len());
+            let m = match &self.searcher {
+                Searcher::Packed(p) => p.find_in(hay, span),
+                Searcher::Automaton(a) => a.find(aho_corasick::Input::new(hay).span(span)),
+            };
+            let Some(m) = m else {
+                break;
+            };
+            let pattern = m.pattern().as_usize();
+            found |= self.kinds[pattern];
+            if Some(pattern) == self.tool_call && hay.get(m.end()) == Some(&b'"') {
+                found |= kind::NEW_TOOL_CALL;
+            }
+            at = m.start() + 1;
+        }
+        Found(found)
+    }
+}
+
+/// The string after `"key"`: `: "value"`, for a value without escapes.
+pub fn string_after_key(rest: &str) -> Option<&str> {
+    let value = string_after_key_bytes(rest.as_bytes())?;
+    // The value lies between two quotes, so it starts and ends on character boundaries.
+    std::str::from_utf8(value).ok()
+}
+
+/// [`string_after_key`] over raw bytes: the value's bytes, without escapes.
+pub fn string_after_key_bytes(rest: &[u8]) -> Option<&[u8]> {
+    let rest = rest.trim_ascii_start().strip_prefix(b":")?;
+    let rest = rest.trim_ascii_start().strip_prefix(b"\"")?;
+    let end = memchr::memchr(b'"', rest)?;
+    let value = &rest[..end];
+    memchr::memchr(b'\\', value).is_none().then_some(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_pass_finds_every_kind_even_when_keys_overlap() {
+        let s = Signals::new(&["\"parentToolUseId\""], &["\"subagent_type\"", "\"Task\""]);
+        assert!(s.scan(b"{\"text\":\"hello\"}").is_empty());
+        let f = s.scan(br#"{"id":1,"x":{"subagent_type":"a"}}"#);
+        assert!(f.has(kind::ID) && f.has(kind::SPAWN) && f.has(kind::SUBAGENT));
+        assert!(!f.has(kind::TOOL_CALL | kind::PARENT));
+        let f = s.scan(br#"{"method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","_meta":{"parentToolUseId":"t"}}}}"#);
+        assert!(f.has(kind::TOOL_CALL) && f.has(kind::PARENT));
+        assert!(!f.has(kind::ID | kind::SPAWN | kind::NEW_TOOL_CALL));
+        let f = s.scan(
+            br#"{"method":"session/update","params":{"update":{"sessionUpdate":"tool_call"}}}"#,
+        );
+        assert!(f.has(kind::TOOL_CALL) && f.has(kind::NEW_TOOL_CALL) && !f.has(kind::ID));
+        // The quote after `"tool_call` decides; a frame cut right after it says nothing.
+        assert!(!s
+            .scan(br#"{"a":"x","b":"tool_call"#)
+            .has(kind::NEW_TOOL_CALL));
+        assert!(s
+            .scan(br#"["tool_call_update","tool_call"]"#)
+            .has(kind::NEW_TOOL_CALL));
+        // A pattern inside a longer match elsewhere is still found.
+        let f = s.scan(br#"{"a":"xsubagent_typesession_message"}"#);
+        assert!(f.has(kind::SUBAGENT) && f.has(kind::SESSION_MESSAGE));
+    }
+}

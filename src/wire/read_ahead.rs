@@ -1,0 +1,167 @@
+//! The part of reading an agent frame that needs none of the engine's state: the byte search
+//! for the keys the router tests and, for the `session/update`s it will read, taking the
+//! update apart. The relay runs it on its reader thread, beside the engine; the result is
+//! handed over as offsets into the frame.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use super::keys::{self, Found, Signals};
+use super::line_body;
+use super::update_view::{UpdateFrame, UpdateParts};
+
+/// What [`Scanner::scan`] found in one frame.
+#[derive(Debug, Clone)]
+pub struct AgentScan {
+    pub(crate) found: Found,
+    pub(crate) update: Pre,
+}
+
+/// The frame's `session/update`, if the scanner took it apart.
+#[derive(Debug, Clone)]
+pub(crate) enum Pre {
+    /// Not tried: the engine decides (most frames pass without it).
+    NotTried,
+    /// Not a plain `session/update` (the general path reads it).
+    Refused,
+    Parsed(UpdateSpans),
+}
+
+/// Frames with one of these keys are taken apart ahead: the engine reads every one of them.
+/// (Updates of tool calls are read only when they name a known id: left to the engine.)
+const READ_AHEAD: u16 = keys::kind::NEW_TOOL_CALL
+    | keys::kind::PARENT
+    | keys::kind::SUBAGENT
+    | keys::kind::SESSION_MESSAGE
+    | keys::kind::SPAWN;
+
+/// Scans agent frames for the keys an engine's presets test for; cheap to clone, `Send`.
+#[derive(Debug, Clone)]
+pub struct Scanner {
+    signals: Signals,
+}
+
+impl Scanner {
+    pub fn new(signals: Signals) -> Scanner {
+        Scanner { signals }
+    }
+
+    /// `frame` is one line, terminator included.
+    pub fn scan(&self, frame: &[u8]) -> AgentScan {
+        let found = self.signals.scan(frame);
+        let read_ahead = !found.has(keys::kind::ID)
+            && found.has(READ_AHEAD)
+            && keys::has(&keys::SESSION_UPDATE, frame);
+        let update = if read_ahead {
+            let parsed = std::str::from_utf8(line_body(frame))
+                .ok()
+                .and_then(|text| UpdateFrame::parse(text).map(|f| UpdateSpans::of(&f, text)));
+            match parsed {
+                Some(spans) => Pre::Parsed(spans),
+                None => Pre::Refused,
+            }
+        } else {
+            Pre::NotTried
+        };
+        AgentScan { found, update }
+    }
+}
+
+/// A string of the update: where it is in the frame's text, or decoded (it had escapes).
+#[derive(Debug, Clone)]
+enum Text {
+    At(Range<usize>),
+    Decoded(String),
+}
+
+impl Text {
+    fn of(s: Cow<'_, str>, base: &str) -> Text {
+        match s {
+            Cow::Borrowed(b) => Text::At(span(b, base)),
+            Cow::Owned(o) => Text::Decoded(o),
+        }
+    }
+
+    fn view<'a>(&'a self, base: &'a str) -> Option<Cow<'a, str>> {
+        match self {
+            Text::At(r) => base.get(r.clone()).map(Cow::Borrowed),
+            Text::Decoded(s) => Some(Cow::Borrowed(s.as_str())),
+        }
+    }
+}
+
+/// Where `part` (a slice of `base`) lies in `base`.
+fn span(part: &str, base: &str) -> Range<usize> {
+    let start = (part.as_ptr() as usize).wrapping_sub(base.as_ptr() as usize);
+    start..start + part.len()
+}
+
+/// An [`UpdateFrame`] as offsets into the frame's text, to cross threads without a copy.
+#[derive(Debug, Clone)]
+pub(crate) struct UpdateSpans {
+    session_id: Text,
+    raw: Range<usize>,
+    kind: Text,
+    tool_call_id: Option<Text>,
+    title: Option<Text>,
+    has_status: bool,
+    meta: Option<Range<usize>>,
+}
+
+impl UpdateSpans {
+    fn of(f: &UpdateFrame<'_>, base: &str) -> UpdateSpans {
+        let u = &f.update;
+        UpdateSpans {
+            session_id: Text::of(f.session_id.clone(), base),
+            raw: span(u.raw, base),
+            kind: Text::of(u.kind.clone(), base),
+            tool_call_id: u.tool_call_id.clone().map(|t| Text::of(t, base)),
+            title: u.title.clone().map(|t| Text::of(t, base)),
+            has_status: u.has_status,
+            meta: u.meta.map(|m| span(m, base)),
+        }
+    }
+
+    /// The frame again, borrowed from `base` (the same text it was taken from); `None` if the
+    /// offsets do not fit it.
+    pub(crate) fn view<'a>(&'a self, base: &'a str) -> Option<UpdateFrame<'a>> {
+        let opt = |t: &'a Option<Text>| match t {
+            Some(t) => t.view(base).map(Some),
+            None => Some(None),
+        };
+        Some(UpdateFrame {
+            session_id: self.session_id.view(base)?,
+            update: UpdateParts {
+                raw: base.get(self.raw.clone())?,
+                kind: self.kind.view(base)?,
+                tool_call_id: opt(&self.tool_call_id)?,
+                title: opt(&self.title)?,
+                has_status: self.has_status,
+                meta: match &self.meta {
+                    Some(m) => Some(base.get(m.clone())?),
+                    None => None,
+                },
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_give_back_the_same_frame() {
+        let text = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s\u0031","update":{"sessionUpdate":"tool_call","toolCallId":"t1","title":"Read \"a\"","status":"pending","_meta":{"claudeCode":{"parentToolUseId":"p"}}}}}"#;
+        let f = UpdateFrame::parse(text).expect("parses");
+        let spans = UpdateSpans::of(&f, text);
+        let g = spans.view(text).expect("fits");
+        assert_eq!(format!("{f:?}"), format!("{g:?}"));
+        assert_eq!(g.session_id, "s1");
+        assert_eq!(g.update.title.as_deref(), Some("Read \"a\""));
+        assert!(
+            spans.view("{}").is_none(),
+            "offsets past another text are refused"
+        );
+    }
+}

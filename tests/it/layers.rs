@@ -1,0 +1,380 @@
+//! The library's modules are layers, and every import points down:
+//!
+//! ```text
+//! {units, wire, zed_view} ← subagents ← engine ← {chain, dump, store, transport} ← config
+//!     ← dump_tools ← main
+//! ```
+//!
+//! so the sans-IO core (the engine and the subagent model) never imports the shell, the
+//! store or the config, and could be lifted into a crate of its own. The check reads every
+//! `crate::` path (and `super::` path) in `src/`, outside comments and string literals, and
+//! fails on one that points up or sideways.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Each layer (a top-level module of `src/lib.rs`) and the layers it may import.
+const LAYERS: &[(&str, &[&str])] = &[
+    ("units", &[]),
+    ("wire", &[]),
+    // What Zed does with frames, as a model: the dump checker, the demo and the tests judge
+    // the proxy's output with it.
+    ("zed_view", &[]),
+    ("subagents", &["wire"]),
+    ("engine", &["wire", "subagents"]),
+    ("chain", &["wire"]),
+    ("redact", &[]),
+    ("dump", &["wire", "redact", "units"]),
+    ("store", &["wire", "subagents", "units"]),
+    (
+        "transport",
+        &[
+            "wire",
+            "subagents",
+            "engine",
+            "chain",
+            "redact",
+            "dump",
+            "store",
+        ],
+    ),
+    (
+        "config",
+        &[
+            "units",
+            "wire",
+            "subagents",
+            "engine",
+            "dump",
+            "store",
+            "transport",
+        ],
+    ),
+    // The tools that read a dump replay it through the engine with the settings it recorded.
+    (
+        "dump_tools",
+        &[
+            "units",
+            "wire",
+            "zed_view",
+            "subagents",
+            "engine",
+            "chain",
+            "redact",
+            "dump",
+            "store",
+            "config",
+        ],
+    ),
+    // Tools beside the product: they may use it, the product never uses them.
+    (
+        "devtools",
+        &[
+            "units",
+            "wire",
+            "zed_view",
+            "subagents",
+            "engine",
+            "chain",
+            "redact",
+            "dump",
+            "store",
+            "transport",
+            "config",
+        ],
+    ),
+];
+
+/// Imports forbidden inside a layer: (importing module, imported module), as path prefixes.
+const INNER: &[(&str, &str)] = &[
+    // One model, several renderers: the model knows none of them.
+    ("subagents::model", "subagents::render"),
+    ("subagents::persist", "subagents::render"),
+    ("subagents::render", "subagents::detect"),
+];
+
+#[test]
+fn every_import_points_down_the_layers() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let mut seen: BTreeMap<&str, usize> = LAYERS.iter().map(|(l, _)| (*l, 0)).collect();
+    let mut problems = Vec::new();
+    for file in &files {
+        let rel = file.strip_prefix(&root).expect("under src");
+        let Some(module) = module_of(rel) else {
+            continue;
+        };
+        if let Some(n) = module.first().and_then(|m| seen.get_mut(m.as_str())) {
+            *n += 1;
+        }
+        let text = std::fs::read_to_string(file).expect("read a source file");
+        for (line, target) in imports(&module, &text) {
+            if let Some(why) = violation(&module, &target) {
+                problems.push(format!("src/{}:{line}: {why}", rel.display()));
+            }
+        }
+    }
+    for (layer, n) in seen {
+        assert!(
+            n > 0,
+            "no source file found for layer `{layer}`: update LAYERS"
+        );
+    }
+    assert!(
+        problems.is_empty(),
+        "imports against the layers (wire ← subagents ← engine ← {{chain, dump, store, \
+         transport}} ← config):\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_check_finds_an_import_that_points_up() {
+    let engine = vec!["engine".to_owned(), "route".to_owned()];
+    let text = "// use crate::transport::relay; in a comment is fine\n\
+                let s = \"crate::store in a string is fine\";\n\
+                use crate::{wire::keys, config::Config};\n\
+                fn f() { crate::transport::relay::run_stdio; }\n";
+    let found: Vec<String> = imports(&engine, text)
+        .filter_map(|(line, target)| violation(&engine, &target).map(|v| format!("{line} {v}")))
+        .collect();
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(
+        found[0].starts_with("3 ") && found[0].contains("imports `config::Config`"),
+        "{found:?}"
+    );
+    assert!(
+        found[1].starts_with("4 ") && found[1].contains("imports `transport::relay"),
+        "{found:?}"
+    );
+    let model = vec!["subagents".to_owned(), "model".to_owned()];
+    let found: Vec<_> = imports(
+        &model,
+        "use super::render::zed;\nuse super::ids::ChildId;\n",
+    )
+    .filter_map(|(_, t)| violation(&model, &t))
+    .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .expect("read a source directory")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The module a file under `src/` holds (`engine/mod.rs` → `engine`, `engine/route.rs` →
+/// `engine::route`); `None` for the crate roots.
+fn module_of(rel: &Path) -> Option<Vec<String>> {
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    let last = parts.pop()?;
+    match last.strip_suffix(".rs")? {
+        "mod" => {}
+        "lib" | "main" if parts.is_empty() => return None,
+        name => parts.push(name.to_owned()),
+    }
+    Some(parts)
+}
+
+/// Why `module` may not import `target`, if it may not.
+fn violation(module: &[String], target: &[String]) -> Option<String> {
+    let from = module.first()?;
+    let to = target.first()?;
+    let allowed = LAYERS.iter().find(|(l, _)| l == from)?.1;
+    if to != from && LAYERS.iter().any(|(l, _)| l == to) && !allowed.contains(&to.as_str()) {
+        return Some(format!(
+            "`{}` imports `{}`: layer `{from}` may import only {allowed:?}",
+            module.join("::"),
+            target.join("::")
+        ));
+    }
+    let (m, t) = (module.join("::"), target.join("::"));
+    INNER
+        .iter()
+        .find(|(a, b)| under(&m, a) && under(&t, b))
+        .map(|(a, b)| format!("`{m}` imports `{t}`: `{a}` may not import `{b}`"))
+}
+
+fn under(path: &str, prefix: &str) -> bool {
+    path == prefix || path.starts_with(&format!("{prefix}::"))
+}
+
+/// Every `crate::` and `super::` path in `text` (code only), resolved from `module`, with its
+/// line number. `super` is taken from the file's module (inside an inline `mod tests` it is
+/// one level too high, which only ever names a module of the same layer).
+fn imports<'a>(
+    module: &'a [String],
+    text: &'a str,
+) -> impl Iterator<Item = (usize, Vec<String>)> + 'a {
+    let code = code_only(text);
+    let mut found = Vec::new();
+    for (n, line) in code.lines().enumerate() {
+        let b = line.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            let start_ok = i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_');
+            let rest = &line[i..];
+            let (base, len) = if start_ok && rest.starts_with("crate::") {
+                (Vec::new(), "crate::".len())
+            } else if start_ok && rest.starts_with("super::") {
+                let mut base = module.to_vec();
+                let mut len = 0;
+                while line[i + len..].starts_with("super::") {
+                    base.pop();
+                    len += "super::".len();
+                }
+                (base, len)
+            } else {
+                i += 1;
+                continue;
+            };
+            let after = &line[i + len..];
+            for tail in path_tails(after) {
+                let mut target = base.clone();
+                target.extend(tail);
+                found.push((n + 1, target));
+            }
+            i += len;
+        }
+    }
+    found.into_iter()
+}
+
+/// The module paths right after `crate::`: `a::b::C`, or each entry of `{a::b, c}`.
+fn path_tails(after: &str) -> Vec<Vec<String>> {
+    if let Some(group) = after.strip_prefix('{') {
+        let mut depth = 0;
+        let mut entries = vec![String::new()];
+        for c in group.chars() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => break,
+                '}' => depth -= 1,
+                ',' if depth == 0 => entries.push(String::new()),
+                _ => {}
+            }
+            if let Some(e) = entries.last_mut() {
+                if depth == 0 && c != ',' {
+                    e.push(c);
+                }
+            }
+        }
+        return entries.iter().map(|e| segments(e.trim())).collect();
+    }
+    vec![segments(after)]
+}
+
+fn segments(path: &str) -> Vec<String> {
+    path.split("::")
+        .map(|s| {
+            s.chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect::<String>()
+        })
+        .take_while(|s| !s.is_empty())
+        .collect()
+}
+
+/// `text` with comments and the insides of string and char literals blanked out (line breaks
+/// kept, so line numbers stay).
+fn code_only(text: &str) -> String {
+    let c: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let blank = |ch: char| if ch == '\n' { '\n' } else { ' ' };
+    while i < c.len() {
+        let ident_before = i > 0 && (c[i - 1].is_alphanumeric() || c[i - 1] == '_');
+        if c[i] == '/' && c.get(i + 1) == Some(&'/') {
+            while i < c.len() && c[i] != '\n' {
+                i += 1;
+            }
+        } else if c[i] == '/' && c.get(i + 1) == Some(&'*') {
+            let mut depth = 0;
+            while i < c.len() {
+                if c[i] == '/' && c.get(i + 1) == Some(&'*') {
+                    depth += 1;
+                    i += 2;
+                } else if c[i] == '*' && c.get(i + 1) == Some(&'/') {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    out.push(blank(c[i]));
+                    i += 1;
+                }
+            }
+        } else if c[i] == 'r'
+            && (!ident_before || byte_prefix(&c, i))
+            && matches!(c.get(i + 1), Some('"') | Some('#'))
+            && raw_string_start(&c, i + 1).is_some()
+        {
+            let (hashes, body) = raw_string_start(&c, i + 1).unwrap_or((0, i + 2));
+            i = body;
+            loop {
+                if i >= c.len() {
+                    break;
+                }
+                if c[i] == '"' && (1..=hashes).all(|k| c.get(i + k) == Some(&'#')) {
+                    i += 1 + hashes;
+                    break;
+                }
+                out.push(blank(c[i]));
+                i += 1;
+            }
+        } else if c[i] == '"' {
+            i += 1;
+            while i < c.len() && c[i] != '"' {
+                if c[i] == '\\' {
+                    out.push(' ');
+                    i += 1;
+                }
+                if i < c.len() {
+                    out.push(blank(c[i]));
+                    i += 1;
+                }
+            }
+            i += 1;
+        } else if c[i] == '\'' && (c.get(i + 1) == Some(&'\\') || c.get(i + 2) == Some(&'\'')) {
+            // A char literal ('x', '\n'); a lifetime has no closing quote.
+            i += 1;
+            while i < c.len() && c[i] != '\'' {
+                i += if c[i] == '\\' { 2 } else { 1 };
+            }
+            i += 1;
+        } else {
+            out.push(c[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Whether the `r` at `i` follows the `b` of a raw byte string (`br"…"`).
+fn byte_prefix(c: &[char], i: usize) -> bool {
+    i >= 1 && c[i - 1] == 'b' && (i < 2 || !(c[i - 2].is_alphanumeric() || c[i - 2] == '_'))
+}
+
+/// For `r#"…"#` starting at the `#` or `"` at `at`: (number of hashes, index after the quote).
+fn raw_string_start(c: &[char], at: usize) -> Option<(usize, usize)> {
+    let mut i = at;
+    while c.get(i) == Some(&'#') {
+        i += 1;
+    }
+    (c.get(i) == Some(&'"')).then_some((i - at, i + 1))
+}

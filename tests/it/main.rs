@@ -1,0 +1,42 @@
+//! The integration tests, as one crate: one build and one link instead of one per file, and
+//! one shared [`support`] module (the binary driver, the engine harness, frame builders and
+//! store helpers).
+//!
+//! Files are modules named for what they test; `tests/fixtures/` holds the captured traffic
+//! some of them replay.
+
+// Helpers are `pub` for the modules of this crate; the lint is for the library's API.
+#![allow(unreachable_pub)]
+
+mod support;
+
+mod agent_stderr;
+mod chain;
+mod cli_output;
+mod config_cli;
+mod demo_cli;
+mod doctor;
+mod dump;
+mod dump_html;
+mod dump_tools;
+mod engine_props;
+mod faults;
+mod fuzz_corpus;
+mod layers;
+mod lifecycle;
+mod presets_agents;
+mod presets_cli;
+mod relay_bytes;
+mod replay_cases;
+mod secrets;
+mod setup_zed;
+mod soak;
+mod standalone;
+mod store_cli;
+mod store_processes;
+mod store_restart;
+mod zed_faults;
+mod zed_golden;
+mod zed_limits;
+mod zed_reader;
+mod zed_scenarios;

@@ -1,0 +1,127 @@
+//! Every regression case in `tests/replay/` replays to exactly its expected outputs, and a
+//! case whose expected output is changed fails, at the input concerned.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use acp_proxy::dump_tools::replay;
+
+const BIN: &str = env!("CARGO_BIN_EXE_acp-proxy");
+
+fn cases() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/replay");
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("tests/replay")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    cases.sort();
+    cases
+}
+
+#[test]
+fn every_case_replays_to_its_expected_outputs() {
+    let cases = cases();
+    assert!(cases.len() >= 5, "the cases are there: {cases:?}");
+    let mut failed = Vec::new();
+    for case in &cases {
+        let (report, _) = replay::replay_files(std::slice::from_ref(case), None, true, |_| Ok(()))
+            .unwrap_or_else(|e| panic!("{}: {e:#}", case.display()));
+        assert!(report.to_client > 10, "{}: {report:?}", case.display());
+        if !report.differences.is_empty() {
+            failed.push(format!(
+                "{}:\n{}",
+                case.display(),
+                replay::render_report(&report)
+            ));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+#[test]
+fn a_case_whose_expected_frame_is_edited_fails_at_that_input() {
+    let case = &cases()[0];
+    let text = std::fs::read_to_string(case).expect("case");
+    // Change one expected frame to the client, the way a user writes the fix they want.
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let (n, edited) = lines
+        .iter()
+        .enumerate()
+        .rev()
+        .find_map(|(i, l)| {
+            (l.contains("\"dir\":\"proxy→client\"") && l.contains("session/update"))
+                .then(|| (i, l.replacen("session/update", "session/updat", 1)))
+        })
+        .expect("an expected frame to the client");
+    lines[n] = edited;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("edited.jsonl");
+    std::fs::write(&bad, lines.join("\n") + "\n").expect("write");
+    let (report, _) =
+        replay::replay_files(std::slice::from_ref(&bad), None, true, |_| Ok(())).expect("replay");
+    assert_eq!(
+        report.differences.len(),
+        1,
+        "{}",
+        replay::render_report(&report)
+    );
+    let d = &report.differences[0];
+    assert!(
+        d.recorded.iter().any(|(line, _)| *line == n as u64 + 1),
+        "{d:?}"
+    );
+    let out = Command::new(BIN)
+        .arg("replay")
+        .arg("--diff")
+        .arg(&bad)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("the replay DIFFERS from the dump"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(&format!("- line {}", n + 1)), "{stdout}");
+}
+
+#[test]
+fn emit_test_writes_a_case_the_suite_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let source = &cases()[0];
+    let out = Command::new(BIN)
+        .args(["replay", "--emit-test"])
+        .arg(dir.path())
+        .args(["--name", "made-here"])
+        .arg(source)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let case = dir.path().join("made-here.jsonl");
+    let text = std::fs::read_to_string(&case).expect("the case is written");
+    assert!(!text.contains("agent-stderr"));
+    let (report, _) =
+        replay::replay_files(std::slice::from_ref(&case), None, true, |_| Ok(())).expect("replay");
+    assert!(
+        report.differences.is_empty(),
+        "{}",
+        replay::render_report(&report)
+    );
+    let bad = Command::new(BIN)
+        .args(["replay", "--emit-test"])
+        .arg(dir.path())
+        .args(["--name", "../escape"])
+        .arg(source)
+        .output()
+        .expect("run");
+    assert_eq!(
+        bad.status.code(),
+        Some(2),
+        "a name that is a path is refused"
+    );
+}

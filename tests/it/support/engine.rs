@@ -1,0 +1,291 @@
+//! Drive the sans-IO engine directly: a Zed model on the client side, captured frames on the
+//! agent side, and a tiny store model fed by the engine's store operations (so a "restart"
+//! is a new engine over the same store).
+
+use acp_proxy::engine::{Action, Engine, EngineConfig};
+use acp_proxy::store::{Store, StoreConfig, StoreLocation, StoreOp, StoredChild};
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+use super::zed_model::{Entry, ZedModel, ZedRules};
+
+/// The real store, in memory: what a "restart" (a new engine over the same store) finds.
+#[derive(Clone)]
+pub struct StoreModel {
+    store: Store,
+    /// Every child id written so far, to list them all.
+    ids: std::sync::Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
+}
+
+impl Default for StoreModel {
+    fn default() -> Self {
+        let cfg = StoreConfig {
+            location: Some(StoreLocation::Memory),
+            ..StoreConfig::default()
+        };
+        StoreModel {
+            store: Store::open(&cfg).expect("in-memory store"),
+            ids: Default::default(),
+        }
+    }
+}
+
+impl StoreModel {
+    pub fn apply(&self, op: StoreOp) {
+        let id = match &op {
+            StoreOp::UpsertChild { child_id, .. }
+            | StoreOp::AppendUpdate { child_id, .. }
+            | StoreOp::SetState { child_id, .. }
+            | StoreOp::SetIndices { child_id, .. } => child_id.clone(),
+        };
+        if let Ok(mut ids) = self.ids.lock() {
+            ids.insert(id);
+        }
+        self.store.submit(op);
+    }
+
+    /// Every stored child.
+    pub fn children(&self) -> Vec<StoredChild> {
+        let ids: Vec<String> = self
+            .ids
+            .lock()
+            .map(|i| i.iter().cloned().collect())
+            .unwrap_or_default();
+        ids.iter().filter_map(|id| self.child(id)).collect()
+    }
+
+    pub fn children_of(&self, parent: &str) -> Vec<StoredChild> {
+        self.store.flush().expect("store flush");
+        self.store.children_of(parent).expect("store read")
+    }
+
+    pub fn child(&self, id: &str) -> Option<StoredChild> {
+        self.store.flush().expect("store flush");
+        self.store.child(id).expect("store read")
+    }
+}
+
+pub struct Harness {
+    pub engine: Engine,
+    pub zed: ZedModel,
+    /// Every message the agent received, parsed.
+    pub to_agent: Vec<Value>,
+    /// Every line the client received, raw.
+    pub to_client: Vec<Bytes>,
+    pub notes: Vec<String>,
+    pub store: StoreModel,
+    /// The store answers no look-up (as when it is unavailable).
+    pub store_blind: bool,
+    pub now: u64,
+    next_id: u64,
+    /// Hand agent frames to the engine with what its scanner found first, as the relay's
+    /// reader thread does.
+    pub scan_ahead: bool,
+}
+
+impl Harness {
+    pub fn new(cfg: EngineConfig) -> Harness {
+        Harness::with_store(cfg, StoreModel::default())
+    }
+
+    pub fn with_store(cfg: EngineConfig, store: StoreModel) -> Harness {
+        Harness {
+            engine: Engine::new(cfg),
+            zed: ZedModel::default(),
+            to_agent: Vec::new(),
+            to_client: Vec::new(),
+            notes: Vec::new(),
+            store,
+            store_blind: false,
+            now: 0,
+            next_id: 1000,
+            scan_ahead: false,
+        }
+    }
+
+    pub fn zed() -> Harness {
+        Harness::new(zed_config())
+    }
+
+    /// Zed mode, after Zed's `initialize` (answered by an agent called `agent` that loads
+    /// sessions) and a `session/new` the agent answers with `session`.
+    pub fn zed_session(agent: &str, session: &str) -> Harness {
+        let mut h = Harness::zed();
+        let id = h.request(
+            "initialize",
+            json!({"protocolVersion": 1, "clientInfo": {"name": "zed", "version": "1.18"}}),
+        );
+        h.agent(
+            json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": 1,
+            "agentCapabilities": {"loadSession": true}, "agentInfo": {"name": agent}}}),
+        );
+        let id = h.request("session/new", json!({"cwd": "/p", "mcpServers": []}));
+        h.agent(json!({"jsonrpc": "2.0", "id": id, "result": {"sessionId": session}}));
+        h
+    }
+
+    /// Zed mode, judged by the given Zed.
+    pub fn zed_under(rules: ZedRules) -> Harness {
+        let mut h = Harness::zed();
+        h.zed = ZedModel::new(rules);
+        h
+    }
+
+    /// The client (Zed) sends a message.
+    pub fn client(&mut self, msg: Value) {
+        self.zed.client_sent(&msg);
+        let mut out = Vec::new();
+        self.engine.from_client(line(&msg), self.now, &mut out);
+        self.run(out);
+    }
+
+    /// The client sends a request with a fresh id; returns the id.
+    pub fn request(&mut self, method: &str, params: Value) -> u64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.client(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// The agent sends a message.
+    pub fn agent(&mut self, msg: Value) {
+        let mut out = Vec::new();
+        let frame = line(&msg);
+        if self.scan_ahead {
+            let scan = self.engine.scanner().scan(&frame);
+            self.engine
+                .from_agent_scanned(frame, Some(scan), self.now, &mut out);
+        } else {
+            self.engine.from_agent(frame, self.now, &mut out);
+        }
+        self.run(out);
+    }
+
+    /// The agent sends a `session/update`.
+    pub fn update(&mut self, session: &str, update: Value) {
+        self.agent(update_msg(session, update));
+    }
+
+    pub fn advance(&mut self, ms: u64) {
+        self.now += ms;
+        if self.engine.poll_timeout().is_some_and(|t| t <= self.now) {
+            let mut out = Vec::new();
+            self.engine.handle_timeout(self.now, &mut out);
+            self.run(out);
+        }
+    }
+
+    fn run(&mut self, actions: Vec<Action>) {
+        let mut queue: std::collections::VecDeque<Action> = actions.into();
+        while let Some(action) = queue.pop_front() {
+            match action {
+                Action::ToClient(bytes) => {
+                    for l in bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+                        let v: Value =
+                            serde_json::from_slice(l).expect("proxy sent valid JSON to the client");
+                        self.zed.received(&v);
+                    }
+                    self.to_client.push(bytes);
+                }
+                Action::ToAgent(bytes) => {
+                    let v: Value =
+                        serde_json::from_slice(&bytes).expect("proxy sent valid JSON to the agent");
+                    self.to_agent.push(v);
+                }
+                Action::Note(n) => self.notes.push(n.message),
+                Action::Store(op) => self.store.apply(op),
+                Action::FetchChildren { .. } if self.store_blind => self.engine.restore(Vec::new()),
+                Action::FetchChildren { parent_session_id } => {
+                    let kids = self.store.children_of(&parent_session_id);
+                    self.engine.restore(kids);
+                }
+                Action::FetchChild { child_id, request } => {
+                    let found = self.store.child(&child_id);
+                    let mut out = Vec::new();
+                    self.engine
+                        .child_fetched(found, request, self.now, &mut out);
+                    for a in out.into_iter().rev() {
+                        queue.push_front(a);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Zed opens a child thread (as it does for a card after reopening the parent).
+    pub fn load_child(&mut self, child: &str) -> u64 {
+        self.request(
+            "session/load",
+            json!({"sessionId": child, "cwd": "/home/user/project", "mcpServers": []}),
+        )
+    }
+
+    /// The last message the client got that answers request `id`.
+    pub fn response(&self, id: u64) -> Option<Value> {
+        self.to_client.iter().rev().find_map(|b| {
+            let v: Value = serde_json::from_slice(b).ok()?;
+            (v.get("id") == Some(&json!(id)) && v.get("method").is_none()).then_some(v)
+        })
+    }
+}
+
+/// The engine's settings with subagents shown as Zed shows them.
+pub fn zed_config() -> EngineConfig {
+    EngineConfig {
+        display: acp_proxy::engine::SubagentDisplay::Zed,
+        ..EngineConfig::default()
+    }
+}
+
+/// A `session/update` notification of `session`.
+pub fn update_msg(session: &str, update: Value) -> Value {
+    json!({"jsonrpc": "2.0", "method": "session/update",
+        "params": {"sessionId": session, "update": update}})
+}
+
+/// Entries of a thread as one line each: `user:…`, `agent:…`, `tool:ID:STATUS`.
+pub fn entry_lines(entries: &[Entry]) -> Vec<String> {
+    entries
+        .iter()
+        .map(|e| match e {
+            Entry::User(t) => format!("user:{t}"),
+            Entry::Assistant(t) => format!("agent:{t}"),
+            Entry::Tool(t) => format!("tool:{}:{}", t.id, t.status),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+pub fn line(msg: &Value) -> Bytes {
+    let mut s = msg.to_string();
+    s.push('\n');
+    s.into()
+}
+
+/// Messages of a capture in `tests/fixtures/` as (direction, message).
+pub fn fixture(name: &str) -> Vec<(String, Value)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let path = dir.join(name);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("fixture {} readable: {e}", path.display()));
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let rec: Value = serde_json::from_str(l).expect("fixture line is JSON");
+            (
+                rec["dir"].as_str().unwrap_or("").to_owned(),
+                rec["msg"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// Play a capture through the harness: `out` as the client, `in` as the agent.
+pub fn play(h: &mut Harness, records: &[(String, Value)]) {
+    for (dir, msg) in records {
+        match dir.as_str() {
+            "out" => h.client(msg.clone()),
+            _ => h.agent(msg.clone()),
+        }
+    }
+}

@@ -1,8 +1,0 @@
-//! Shared test helpers.
-#![allow(dead_code)]
-
-pub mod harness;
-/// The Zed model lives in the library (the demo prints through it too).
-pub mod zed_model {
-    pub use acp_proxy::zed_view::*;
-}
