@@ -14,25 +14,30 @@ use crate::zed::{Entry, Thread, ToolCall, ZedModel};
 
 /// One failed expectation.
 #[derive(Debug, Clone)]
-pub struct Failure {
-    pub check: &'static str,
-    pub detail: String,
+pub(crate) struct Failure {
+    pub(crate) check: &'static str,
+    pub(crate) detail: String,
 }
 
 #[derive(Default)]
-pub struct Checks {
-    pub failures: Vec<Failure>,
+pub(crate) struct Checks {
+    pub(crate) failures: Vec<Failure>,
 }
 
 impl Checks {
-    pub fn fail(&mut self, check: &'static str, detail: impl Into<String>) {
+    pub(crate) fn fail(&mut self, check: &'static str, detail: impl Into<String>) {
         self.failures.push(Failure {
             check,
             detail: detail.into(),
         });
     }
 
-    pub fn expect(&mut self, check: &'static str, ok: bool, detail: impl FnOnce() -> String) {
+    pub(crate) fn expect(
+        &mut self,
+        check: &'static str,
+        ok: bool,
+        detail: impl FnOnce() -> String,
+    ) {
         if !ok {
             self.fail(check, detail());
         }
@@ -40,7 +45,7 @@ impl Checks {
 }
 
 /// A short form of a JSON value for messages.
-pub fn short(v: &impl std::fmt::Display) -> String {
+pub(crate) fn short(v: &impl std::fmt::Display) -> String {
     let s = v.to_string();
     if s.len() > 400 {
         let mut cut = 400;
@@ -54,7 +59,7 @@ pub fn short(v: &impl std::fmt::Display) -> String {
 }
 
 /// Nothing Zed would have refused, dropped or failed to place.
-pub fn zed_model(c: &mut Checks, phase: &str, zed: &ZedModel, problems: &[String]) {
+pub(crate) fn zed_model(c: &mut Checks, phase: &str, zed: &ZedModel, problems: &[String]) {
     for kind in &zed.rejected {
         c.fail(
             "zed-model",
@@ -84,7 +89,7 @@ pub fn zed_model(c: &mut Checks, phase: &str, zed: &ZedModel, problems: &[String
     }
 }
 
-pub fn assistant_text(t: &Thread) -> String {
+pub(crate) fn assistant_text(t: &Thread) -> String {
     t.entries
         .iter()
         .filter_map(|e| match e {
@@ -97,7 +102,7 @@ pub fn assistant_text(t: &Thread) -> String {
 
 /// The cards of the parent thread, one per expected tag, with their titles and statuses.
 /// Returns the cards found, matched to tags by title where possible.
-pub fn cards<'t>(
+pub(crate) fn cards<'t>(
     c: &mut Checks,
     phase: &str,
     expect: &Expect,
@@ -177,7 +182,7 @@ fn describe_tools(t: &Thread) -> String {
 
 /// What one child thread holds once Zed loaded it, and that the card's indices slice exactly
 /// that work. Returns the ids of the child's own tool calls.
-pub fn child_thread(
+pub(crate) fn child_thread(
     c: &mut Checks,
     phase: &str,
     expect: &Expect,
@@ -307,7 +312,7 @@ pub fn child_thread(
     tools.iter().map(|t| t.id.clone()).collect()
 }
 
-pub fn describe(t: &Thread) -> String {
+pub(crate) fn describe(t: &Thread) -> String {
     let v: Vec<String> = t
         .entries
         .iter()
@@ -385,7 +390,7 @@ fn canonical(v: &Value) -> String {
 
 /// The agent's messages as the dump recorded them (`agent→proxy`), and any loss the dump
 /// reported.
-pub fn read_dump(c: &mut Checks, phase: &str, path: &Path) -> Result<Vec<Value>> {
+pub(crate) fn read_dump(c: &mut Checks, phase: &str, path: &Path) -> Result<Vec<Value>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("read the dump {}", path.display()))?;
     let mut out = Vec::new();
@@ -433,7 +438,7 @@ pub fn read_dump(c: &mut Checks, phase: &str, path: &Path) -> Result<Vec<Value>>
 /// event (one of the child keys present). A reopened parent's replay may repeat its
 /// children's events; the proxy serves the child threads from its store instead, which the
 /// caller checks by comparing them with the live ones.
-pub fn delivered_once(
+pub(crate) fn delivered_once(
     c: &mut Checks,
     phase: &str,
     agent: &[Value],

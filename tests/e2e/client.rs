@@ -19,9 +19,9 @@ use crate::zed::{ZedModel, ZedRules};
 
 /// One `session/update` Zed accepted into a thread, in arrival order.
 #[derive(Debug, Clone)]
-pub struct Accepted {
-    pub session: String,
-    pub update: Value,
+pub(crate) struct Accepted {
+    pub(crate) session: String,
+    pub(crate) update: Value,
 }
 
 /// A finished `terminal/create`: the command ran to its end when it was created.
@@ -30,7 +30,7 @@ struct Terminal {
     exit_code: Option<i32>,
 }
 
-pub struct Client {
+pub(crate) struct Client {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<Vec<u8>>,
@@ -41,12 +41,12 @@ pub struct Client {
     next_id: u64,
     responses: HashMap<String, Value>,
     terminals: HashMap<String, Terminal>,
-    pub zed: ZedModel,
+    pub(crate) zed: ZedModel,
     /// Every message read, in order.
-    pub received: Vec<Value>,
-    pub accepted: Vec<Accepted>,
+    pub(crate) received: Vec<Value>,
+    pub(crate) accepted: Vec<Accepted>,
     /// What Zed would have refused or could not serve, and lines that were not JSON.
-    pub problems: Vec<String>,
+    pub(crate) problems: Vec<String>,
     /// When the last message arrived.
     last_read: Instant,
 }
@@ -54,7 +54,7 @@ pub struct Client {
 impl Client {
     /// Start `cmd` (its stderr goes to `stderr_file`) in a process group of its own, so that
     /// everything it starts can be stopped with it.
-    pub fn start(
+    pub(crate) fn start(
         mut cmd: Command,
         stderr_file: &Path,
         transcript: &Path,
@@ -111,7 +111,7 @@ impl Client {
         let _ = writeln!(self.transcript, "{rec}");
     }
 
-    pub fn send(&mut self, msg: Value) -> Result<()> {
+    pub(crate) fn send(&mut self, msg: Value) -> Result<()> {
         self.zed.client_sent(&msg);
         self.log("out", &msg);
         let stdin = self.stdin.as_mut().context("stdin already closed")?;
@@ -122,7 +122,7 @@ impl Client {
     }
 
     /// Send a request; returns its id.
-    pub fn request(&mut self, method: &str, params: Value) -> Result<String> {
+    pub(crate) fn request(&mut self, method: &str, params: Value) -> Result<String> {
         self.next_id += 1;
         let id = self.next_id;
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
@@ -130,12 +130,12 @@ impl Client {
     }
 
     /// Whether the response to `id` has arrived (and is waiting for [`Client::response`]).
-    pub fn has_response(&self, id: &str) -> bool {
+    pub(crate) fn has_response(&self, id: &str) -> bool {
         self.responses.contains_key(id)
     }
 
     /// Read until the response to `id` arrives (answering the agent's requests meanwhile).
-    pub fn response(&mut self, id: &str, deadline: Instant) -> Result<Value> {
+    pub(crate) fn response(&mut self, id: &str, deadline: Instant) -> Result<Value> {
         loop {
             if let Some(r) = self.responses.remove(id) {
                 return Ok(r);
@@ -150,7 +150,7 @@ impl Client {
     }
 
     /// A request and its response; a JSON-RPC error is an error.
-    pub fn call(&mut self, method: &str, params: Value, deadline: Instant) -> Result<Value> {
+    pub(crate) fn call(&mut self, method: &str, params: Value, deadline: Instant) -> Result<Value> {
         let id = self.request(method, params)?;
         let r = self.response(&id, deadline)?;
         if let Some(e) = r.get("error") {
@@ -171,7 +171,7 @@ impl Client {
     }
 
     /// Read until `done` holds, up to `deadline`; false if it never did.
-    pub fn pump_until(
+    pub(crate) fn pump_until(
         &mut self,
         deadline: Instant,
         mut done: impl FnMut(&Client) -> bool,
@@ -187,7 +187,7 @@ impl Client {
     }
 
     /// Read until nothing arrived for `quiet` (or `deadline` passed).
-    pub fn pump_quiet(&mut self, quiet: Duration, deadline: Instant) -> Result<()> {
+    pub(crate) fn pump_quiet(&mut self, quiet: Duration, deadline: Instant) -> Result<()> {
         self.last_read = self.last_read.max(Instant::now());
         loop {
             let until = (self.last_read + quiet).min(deadline);
@@ -356,7 +356,7 @@ impl Client {
 
     /// Close stdin (Zed quits), read what is left until EOF, and wait for the process; then
     /// stop whatever is left of its process group. Err: it did not exit by itself in time.
-    pub fn close(&mut self, deadline: Instant) -> Result<()> {
+    pub(crate) fn close(&mut self, deadline: Instant) -> Result<()> {
         self.stdin = None;
         while self.pump_one(deadline)? {}
         let result = loop {

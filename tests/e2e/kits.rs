@@ -11,52 +11,52 @@ use serde::Deserialize;
 /// What Zed should end up showing for one agent. Placeholders: `{tag}` is the subagent's tag
 /// (`alpha`, `beta`).
 #[derive(Debug)]
-pub struct Expect {
+pub(crate) struct Expect {
     /// The kit folder under tests/e2e/agents/.
-    pub kit: &'static str,
+    pub(crate) kit: &'static str,
     /// The card's title once its child ended (while it runs, the proxy shows progress).
-    pub card_title: &'static str,
+    pub(crate) card_title: &'static str,
     /// `_meta.tool_name` on the card's `tool_call`.
-    pub tool_name: &'static str,
+    pub(crate) tool_name: &'static str,
     /// Scenarios in which the agent puts the child's own tool calls on the wire, so that the
     /// child thread must hold them.
-    pub child_tools_in: &'static [&'static str],
+    pub(crate) child_tools_in: &'static [&'static str],
     /// Scenarios in which the agent puts the child's final words on the wire (as the child's
     /// text, or as the spawn's result), so that the child thread must end with them.
-    pub child_answer_in: &'static [&'static str],
+    pub(crate) child_answer_in: &'static [&'static str],
     /// In the background scenario the main agent answers again (`MAIN-DONE`) once the child is
     /// done; otherwise its last words are `MAIN-WAITING`.
-    pub background_followup: bool,
+    pub(crate) background_followup: bool,
     /// Where a child's event names its spawn on the parent's session (JSON pointers into the
     /// update), for agents whose history replays the children's events with the parent's: the
     /// proxy serves the child threads from its store instead, so on reopen these are not
     /// counted (each child thread must open as it did live).
-    pub child_event_keys: &'static [&'static str],
+    pub(crate) child_event_keys: &'static [&'static str],
     /// Product bugs this suite shows and that are not fixed yet. The named check must still
     /// fail (the run says so loudly); once it passes, the run fails until the row is removed.
-    pub known_bugs: &'static [KnownBug],
+    pub(crate) known_bugs: &'static [KnownBug],
 }
 
 #[derive(Debug)]
-pub struct KnownBug {
+pub(crate) struct KnownBug {
     /// A scenario, or `*` for all.
-    pub scenario: &'static str,
+    pub(crate) scenario: &'static str,
     /// The check's name, as a failed run prints it (`[check] ...`).
-    pub check: &'static str,
+    pub(crate) check: &'static str,
     /// A piece of the failure's text that tells this bug from other failures of the check
     /// (empty: any).
-    pub detail: &'static str,
-    pub note: &'static str,
+    pub(crate) detail: &'static str,
+    pub(crate) note: &'static str,
     /// It shows in some runs only: its absence does not fail the run.
-    pub sometimes: bool,
+    pub(crate) sometimes: bool,
 }
 
 impl KnownBug {
-    pub fn applies(&self, scenario: &str) -> bool {
+    pub(crate) fn applies(&self, scenario: &str) -> bool {
         self.scenario == "*" || self.scenario == scenario
     }
 
-    pub fn matches(&self, scenario: &str, f: &Failure) -> bool {
+    pub(crate) fn matches(&self, scenario: &str, f: &Failure) -> bool {
         self.applies(scenario) && self.check == f.check && f.detail.contains(self.detail)
     }
 }
@@ -126,7 +126,7 @@ const AGENTPOOL_NO_REPLAY: &str =
     "AgentPool: session/load replays nothing, and the proxy re-creates from its store only \
      the cards of standard-wire children, so the reopened thread is empty";
 
-pub const EXPECT: &[Expect] = &[
+pub(crate) const EXPECT: &[Expect] = &[
     Expect {
         kit: "claude-legacy",
         card_title: "Survey text files ({tag})",
@@ -257,17 +257,17 @@ pub const EXPECT: &[Expect] = &[
 ];
 
 impl Expect {
-    pub fn find(kit: &str) -> Result<&'static Expect> {
+    pub(crate) fn find(kit: &str) -> Result<&'static Expect> {
         EXPECT.iter().find(|e| e.kit == kit).with_context(|| {
             format!("kit `{kit}` has no row in EXPECT (tests/e2e/kits.rs): say what Zed should show for it")
         })
     }
 
-    pub fn title(&self, tag: &str) -> String {
+    pub(crate) fn title(&self, tag: &str) -> String {
         self.card_title.replace("{tag}", tag)
     }
 
-    pub fn known_bug(&self, scenario: &str, f: &Failure) -> Option<&KnownBug> {
+    pub(crate) fn known_bug(&self, scenario: &str, f: &Failure) -> Option<&KnownBug> {
         self.known_bugs.iter().find(|b| b.matches(scenario, f))
     }
 }
@@ -275,36 +275,36 @@ impl Expect {
 /// `kit.toml`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct KitToml {
-    pub name: String,
-    pub version: String,
-    pub model_server: bool,
-    pub scenarios: Vec<String>,
-    pub timeout_secs: u64,
+pub(crate) struct KitToml {
+    pub(crate) name: String,
+    pub(crate) version: String,
+    pub(crate) model_server: bool,
+    pub(crate) scenarios: Vec<String>,
+    pub(crate) timeout_secs: u64,
 }
 
-pub const SCENARIOS: &[&str] = &["one", "two", "background"];
+pub(crate) const SCENARIOS: &[&str] = &["one", "two", "background"];
 
 /// The subagents a scenario delegates to (as in tests/e2e/standin/delegation.py).
-pub fn tags(scenario: &str) -> &'static [&'static str] {
+pub(crate) fn tags(scenario: &str) -> &'static [&'static str] {
     match scenario {
         "two" => &["alpha", "beta"],
         _ => &["alpha"],
     }
 }
 
-pub fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e")
 }
 
-pub struct Kit {
-    pub dir: PathBuf,
-    pub toml: KitToml,
-    pub expect: &'static Expect,
+pub(crate) struct Kit {
+    pub(crate) dir: PathBuf,
+    pub(crate) toml: KitToml,
+    pub(crate) expect: &'static Expect,
 }
 
 impl Kit {
-    pub fn load(name: &str) -> Result<Kit> {
+    pub(crate) fn load(name: &str) -> Result<Kit> {
         let dir = root().join("agents").join(name);
         let path = dir.join("kit.toml");
         let text =
@@ -336,7 +336,7 @@ impl Kit {
     }
 
     /// Every kit folder.
-    pub fn names() -> Result<Vec<String>> {
+    pub(crate) fn names() -> Result<Vec<String>> {
         let mut names = Vec::new();
         for entry in std::fs::read_dir(root().join("agents")).context("list tests/e2e/agents")? {
             let entry = entry?;

@@ -34,7 +34,7 @@ enum Relay {
 }
 
 /// Run every scenario of a kit; panics with every failure when one run failed.
-pub fn kit(name: &str) {
+pub(crate) fn kit(name: &str) {
     if let Err(e) = kit_inner(name) {
         panic!("e2e {name}: {e:#}");
     }
@@ -180,7 +180,7 @@ fn isolated() -> Result<()> {
     Ok(())
 }
 
-pub fn cache_dir() -> Result<PathBuf> {
+pub(crate) fn cache_dir() -> Result<PathBuf> {
     if let Some(c) = std::env::var_os("E2E_CACHE").filter(|c| !c.is_empty()) {
         return Ok(PathBuf::from(c));
     }

@@ -1,10 +1,12 @@
 //! Zed, as the suite plays it: the one place that names the library's Zed model and the
 //! `initialize` Zed sends (Zed 1.18's and that of Zed's main branch after it).
 
-pub use acp_proxy::zed_view::{initialize_params, Entry, Thread, ToolCall, ZedModel, ZedRules};
+pub(crate) use acp_proxy::zed_view::{
+    initialize_params, Entry, Thread, ToolCall, ZedModel, ZedRules,
+};
 
 /// A short name for the report.
-pub fn name(rules: ZedRules) -> &'static str {
+pub(crate) fn name(rules: ZedRules) -> &'static str {
     match rules {
         ZedRules::V1_18 => "zed-1.18",
         ZedRules::Main => "zed-main",
