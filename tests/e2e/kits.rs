@@ -104,11 +104,6 @@ const CODEX_NO_PROMPT: &str =
 const CHILD_PERMISSION_IN_PARENT: &str =
     "Zed main: a child's permission request under the parent puts the child's tool call in the parent thread";
 
-/// A child brought back from the store after a restart gets `tool_name` "Agent" (the store
-/// keeps no tool name), so a reopened card says `Agent` whatever the agent's tool is.
-const RESTORED_TOOL_NAME: &str =
-    "reopen: a restored card's tool_name is `Agent`, not the agent's tool";
-
 /// Gemini's spawn has no task prompt to show, and the proxy still closes the card with
 /// `message_end_index: 0` over an empty child thread.
 const END_INDEX_EMPTY: &str = "the card ends at index 0 of an empty child thread";
@@ -174,12 +169,7 @@ pub(crate) const EXPECT: &[Expect] = &[
         child_answer_in: &["one", "two"],
         background_followup: true,
         child_event_keys: &["/_meta/parentToolCallId"],
-        known_bugs: &[bug(
-            "*",
-            "cards",
-            "has tool_name Some(\"Agent\")",
-            RESTORED_TOOL_NAME,
-        )],
+        known_bugs: &[],
     },
     Expect {
         kit: "opencode",
@@ -190,12 +180,7 @@ pub(crate) const EXPECT: &[Expect] = &[
         child_answer_in: &["one", "two"],
         background_followup: true,
         child_event_keys: &[],
-        known_bugs: &[bug(
-            "*",
-            "cards",
-            "has tool_name Some(\"Agent\")",
-            RESTORED_TOOL_NAME,
-        )],
+        known_bugs: &[],
     },
     Expect {
         kit: "gemini",
@@ -213,12 +198,6 @@ pub(crate) const EXPECT: &[Expect] = &[
                 "reopen",
                 "No previous sessions found",
                 GEMINI_NO_SESSION,
-            ),
-            sometimes(
-                "*",
-                "cards",
-                "has tool_name Some(\"Agent\")",
-                RESTORED_TOOL_NAME,
             ),
             sometimes("*", "cards", "Invoke Subagent", GEMINI_REPLAY_TITLE),
         ],
