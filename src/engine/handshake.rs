@@ -27,6 +27,7 @@ impl Engine {
             return;
         };
         let params = &msg["params"];
+        self.sessions.client_initialize(params);
         let advertises_subagents = params.pointer("/clientCapabilities/subagents").is_some();
         let client_name = params
             .pointer("/clientInfo/name")

@@ -23,6 +23,7 @@ mod action;
 mod child_events;
 mod child_sessions;
 mod config;
+mod early_requests;
 mod handshake;
 mod lifecycle;
 mod pending;
@@ -105,6 +106,8 @@ pub struct Engine {
     /// Recent tool calls that went to a top-level thread: their permission requests are the
     /// parent's and never wait for attribution.
     parent_tools: RecentSet,
+    /// The sessions the client knows, for agent requests while one is being created.
+    sessions: early_requests::SessionsKnown,
 }
 
 impl Default for Engine {
@@ -152,6 +155,7 @@ impl Engine {
             finished: std::collections::VecDeque::new(),
             replay_cards: HashSet::new(),
             parent_tools: RecentSet::default(),
+            sessions: Default::default(),
         }
     }
 
@@ -218,6 +222,7 @@ impl Engine {
                         }
                     }
                 }
+                self.sessions.client_request(&method, session.as_deref());
                 self.client_requests
                     .insert(&id, &method, session.as_deref());
                 out.push(Action::ToAgent(frame));
@@ -301,12 +306,19 @@ impl Engine {
             out.push(Action::ToClient(frame));
             return;
         };
+        if self.sessions.creating()
+            && env.kind() == Kind::Request
+            && self.answer_early_request(&env, out)
+        {
+            return;
+        }
         match env.kind() {
             Kind::Response => {
                 let Some(req) = env.id.and_then(|id| self.client_requests.remove(id)) else {
                     out.push(Action::ToClient(frame));
                     return;
                 };
+                self.sessions.response(&req.method, &frame);
                 if self.mode == Some(Mode::Off) {
                     out.push(Action::ToClient(frame));
                     return;
@@ -340,6 +352,7 @@ impl Engine {
     /// The agent is gone: answer every request the client still waits for with an error
     /// that says why, oldest first.
     pub fn agent_gone(&mut self, reason: &str, out: &mut Vec<Action>) {
+        self.sessions.agent_gone();
         for held in std::mem::take(&mut self.held) {
             // The client may still answer nothing useful, but it must not lose the frame.
             out.push(Action::ToClient(held.frame));
@@ -376,6 +389,7 @@ impl Engine {
             ("finished", self.finished.len()),
             ("replay_cards", self.replay_cards.len()),
             ("parent_tools", self.parent_tools.len()),
+            ("known_sessions", self.sessions.len()),
         ]);
         sizes
     }

@@ -19,6 +19,7 @@ mod doctor;
 mod dump;
 mod dump_html;
 mod dump_tools;
+mod early_requests;
 mod engine_props;
 mod faults;
 mod fuzz_corpus;
