@@ -5,9 +5,9 @@
 //! the client would, and the request never reaches the client. Not held: a hold would delay
 //! every new session and still end in an error.
 
-use hashbrown::HashSet;
 use serde_json::Value;
 
+use super::recent::RecentMap;
 use super::{session_of, Action, Engine};
 use crate::wire::envelope::Envelope;
 use crate::wire::write;
@@ -32,38 +32,8 @@ impl ClientCaps {
     }
 }
 
-/// A bounded set of session ids that forgets its oldest members: the last
-/// [`KnownSessions::CAPACITY`] to twice that inserted, in two generations (like `RecentSet`).
-#[derive(Debug, Default)]
-struct KnownSessions {
-    newer: HashSet<String>,
-    older: HashSet<String>,
-}
-
-impl KnownSessions {
-    const CAPACITY: usize = 4096;
-
-    fn insert(&mut self, id: &str) {
-        if self.contains(id) {
-            return;
-        }
-        if self.newer.len() >= Self::CAPACITY {
-            self.older = std::mem::take(&mut self.newer);
-        }
-        self.newer.insert(id.to_owned());
-    }
-
-    fn contains(&self, id: &str) -> bool {
-        self.newer.contains(id) || self.older.contains(id)
-    }
-
-    fn len(&self) -> usize {
-        self.newer.len() + self.older.len()
-    }
-}
-
 /// What the engine keeps to tell which sessions the client knows.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct SessionsKnown {
     caps: ClientCaps,
     /// Client requests whose response creates a session, not answered yet: while there are
@@ -72,7 +42,17 @@ pub(super) struct SessionsKnown {
     /// Every session the client named in a request (Zed registers a loaded or resumed session
     /// before it sends the request) and every session a `session/new` / `session/fork`
     /// response gave it.
-    known: KnownSessions,
+    known: RecentMap<()>,
+}
+
+impl Default for SessionsKnown {
+    fn default() -> Self {
+        SessionsKnown {
+            caps: ClientCaps::default(),
+            creating: 0,
+            known: RecentMap::new(4096),
+        }
+    }
 }
 
 /// Requests whose response creates a session the client will know.
@@ -98,7 +78,7 @@ impl SessionsKnown {
             self.creating += 1;
         }
         if let Some(sid) = session {
-            self.known.insert(sid);
+            self.known.insert(sid, ());
         }
     }
 
@@ -110,7 +90,7 @@ impl SessionsKnown {
         self.creating = self.creating.saturating_sub(1);
         if let Some(v) = crate::wire::parse_value(frame) {
             if let Some(sid) = v.pointer("/result/sessionId").and_then(Value::as_str) {
-                self.known.insert(sid);
+                self.known.insert(sid, ());
             }
         }
     }
@@ -123,6 +103,11 @@ impl SessionsKnown {
     /// Whether agent requests must be checked now.
     pub(super) fn creating(&self) -> bool {
         self.creating > 0
+    }
+
+    /// Whether the client knows the session (as a top-level session, or one it opened).
+    pub(super) fn knows(&self, session: &str) -> bool {
+        self.known.contains(session)
     }
 
     pub(super) fn len(&self) -> usize {
@@ -151,7 +136,7 @@ impl Engine {
         let Some(sid) = session_of(env.params) else {
             return false;
         };
-        let known = self.sessions.known.contains(&sid)
+        let known = self.sessions.knows(&sid)
             || self.reg.is_child(&sid)
             || self.reg.by_agent_child(&sid).is_some();
         if known {
@@ -188,17 +173,6 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn known_sessions_stay_bounded_and_keep_the_recent_ones() {
-        let mut k = KnownSessions::default();
-        for n in 0..3 * KnownSessions::CAPACITY {
-            k.insert(&format!("s{n}"));
-        }
-        assert!(k.len() <= 2 * KnownSessions::CAPACITY);
-        assert!(k.contains(&format!("s{}", 3 * KnownSessions::CAPACITY - 1)));
-        assert!(!k.contains("s0"));
-    }
 
     #[test]
     fn capabilities_decide_which_methods_the_client_serves() {
