@@ -24,6 +24,7 @@ mod child_events;
 mod child_sessions;
 mod config;
 mod early_requests;
+mod foreign;
 mod handshake;
 mod lifecycle;
 mod pending;
@@ -108,6 +109,8 @@ pub struct Engine {
     parent_tools: RecentSet,
     /// The sessions the client knows, for agent requests while one is being created.
     sessions: early_requests::SessionsKnown,
+    /// Child sessions named by subagent cards from the agent side (another link's).
+    foreign: foreign::ForeignCards,
 }
 
 impl Default for Engine {
@@ -156,6 +159,7 @@ impl Engine {
             replay_cards: HashSet::new(),
             parent_tools: RecentSet::default(),
             sessions: Default::default(),
+            foreign: Default::default(),
         }
     }
 
@@ -203,7 +207,7 @@ impl Engine {
                 drop(env);
                 if self.models_subagents() {
                     if let Some(sid) = &session {
-                        if child_sessions::is_child_id(&self.reg, sid) {
+                        if self.serves_child(sid) {
                             self.client_child_request(&id, &method, sid, frame, now, out);
                             return;
                         }
@@ -231,7 +235,7 @@ impl Engine {
                 let session = session_of(env.params);
                 drop(env);
                 match session {
-                    Some(sid) if child_sessions::is_child_id(&self.reg, &sid) => {
+                    Some(sid) if self.serves_child(&sid) => {
                         self.client_child_notification(&method, &sid, out);
                     }
                     _ => out.push(Action::ToAgent(frame)),
@@ -390,6 +394,7 @@ impl Engine {
             ("replay_cards", self.replay_cards.len()),
             ("parent_tools", self.parent_tools.len()),
             ("known_sessions", self.sessions.len()),
+            ("foreign_cards", self.foreign.len()),
         ]);
         sizes
     }

@@ -12,6 +12,7 @@ mod support;
 
 mod agent_stderr;
 mod chain;
+mod chain_links;
 mod cli_output;
 mod config_cli;
 mod demo_cli;
