@@ -25,6 +25,7 @@ mod child_sessions;
 mod config;
 mod early_requests;
 mod foreign;
+mod guards;
 mod handshake;
 mod lifecycle;
 mod pending;
@@ -50,7 +51,6 @@ use serde_json::Value;
 use crate::subagents::detect::Detector;
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::Registry;
-use crate::subagents::pair::PairSet;
 use crate::subagents::render::Render;
 use crate::wire::envelope::{self, Kind, Parsed};
 use crate::wire::keys;
@@ -99,7 +99,8 @@ pub struct Engine {
     /// Mismatch reports already made (each kind once per connection).
     reported: HashSet<String>,
     /// Spawns over a limit, as (agent session, tool call id): their events pass through.
-    passthrough_spawns: PairSet,
+    /// Bounded: an agent that goes on spawning past a limit cannot grow it.
+    passthrough_spawns: RecentSet,
     /// Finished children in the order they finished (the oldest leave memory first).
     finished: std::collections::VecDeque<ChildId>,
     /// Synthesized cards already shown again during the current parent replays.
@@ -111,6 +112,8 @@ pub struct Engine {
     sessions: early_requests::SessionsKnown,
     /// Child sessions named by subagent cards from the agent side (another link's).
     foreign: foreign::ForeignCards,
+    /// Standard child sessions whose announcement was refused.
+    refused: guards::Refused,
 }
 
 impl Default for Engine {
@@ -154,12 +157,13 @@ impl Engine {
             held: Vec::new(),
             store_tried: HashSet::new(),
             reported: HashSet::new(),
-            passthrough_spawns: PairSet::default(),
+            passthrough_spawns: RecentSet::default(),
             finished: std::collections::VecDeque::new(),
             replay_cards: HashSet::new(),
             parent_tools: RecentSet::default(),
             sessions: Default::default(),
             foreign: Default::default(),
+            refused: Default::default(),
         }
     }
 
@@ -395,6 +399,7 @@ impl Engine {
             ("parent_tools", self.parent_tools.len()),
             ("known_sessions", self.sessions.len()),
             ("foreign_cards", self.foreign.len()),
+            ("refused_children", self.refused.len()),
         ]);
         sizes
     }

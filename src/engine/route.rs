@@ -10,7 +10,6 @@ use serde_json::Value;
 
 use super::{Action, Engine, Mode, NoteLevel};
 use crate::subagents::model::SpawnSite;
-use crate::subagents::pair::PairRef;
 use crate::wire::keys::{self, Found};
 use crate::wire::update_view::{UpdateFrame, UpdateParts};
 
@@ -215,7 +214,7 @@ impl Engine {
                 Some(cid) => self.child_event(&cid, sid, Some(update), frame, out),
                 None if agent_card => self.agent_card(frame, sid, kind, tool, raw, out),
                 // A spawn over a limit: its child's events pass through as the agent sent them.
-                None if self.passthrough_spawns.contains(&PairRef(sid, &parent_ref)) => {
+                None if self.passthrough_spawns.contains(sid, &parent_ref) => {
                     out.push(Action::ToClient(frame));
                 }
                 None => {

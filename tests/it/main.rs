@@ -24,6 +24,7 @@ mod early_requests;
 mod engine_props;
 mod faults;
 mod fuzz_corpus;
+mod hostile_agents;
 mod layers;
 mod lifecycle;
 mod presets_agents;
