@@ -10,7 +10,6 @@ use super::tool_order::ToolFrame;
 use super::{str_field, Action, Engine, LiveChildEvents};
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::{Child, ChildState, SpawnSite};
-use crate::subagents::pair::Pair;
 use crate::subagents::render::{self, CardChange, Step};
 use crate::wire::keys::{self, Found};
 use crate::wire::update_view::UpdateParts;
@@ -69,7 +68,7 @@ impl Engine {
                         return;
                     }
                     // Over a limit: the spawn stays an ordinary tool call of this child.
-                    self.passthrough_spawns.insert(Pair::new(agent_session, t));
+                    self.passthrough_spawns.insert(agent_session, t);
                 }
             }
         }

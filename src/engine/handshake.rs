@@ -30,6 +30,7 @@ impl Engine {
             return;
         };
         let params = &msg["params"];
+        self.sessions.client_initialize(params);
         let advertises_subagents = params.pointer("/clientCapabilities/subagents").is_some();
         let client_name = params
             .pointer("/clientInfo/name")
@@ -38,7 +39,10 @@ impl Engine {
         let is_zed = client_name.to_ascii_lowercase().contains("zed");
         // Which Zed: the child threads' entries are counted as it counts them.
         self.reg.set_entry_rules(EntryRules::of_client(params));
+        let link_before = super::foreign::client_side_rewrites(params);
         let mode = match self.cfg.display {
+            // A rewriting link on the client side already does the work: relay.
+            _ if link_before => Mode::Off,
             SubagentDisplay::Off => Mode::Off,
             SubagentDisplay::Zed => Mode::Zed,
             SubagentDisplay::Acp => Mode::Acp,
@@ -59,6 +63,13 @@ impl Engine {
                 self.cfg.display
             ),
         );
+        if link_before {
+            self.note(
+                out,
+                NoteLevel::Info,
+                "the client side already rewrites subagents (its initialize carries clientCapabilities._meta[\"subagent-transcript\"], an acp-proxy's opt-in): this link relays them as they are".into(),
+            );
+        }
         if !self.models_subagents() {
             out.push(Action::ToAgent(frame));
             return;

@@ -4,7 +4,6 @@
 use super::{Action, Engine};
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::{ChildState, View};
-use crate::subagents::pair::Pair;
 
 impl Engine {
     /// A finished child got new work (a continued subagent): open a new turn.
@@ -178,7 +177,7 @@ impl Engine {
             return true;
         };
         if top == parent {
-            self.passthrough_spawns.insert(Pair::new(top, spawn_id));
+            self.passthrough_spawns.insert(top, spawn_id);
         }
         self.report_once(
             &format!("{limit}:{top}"),

@@ -23,6 +23,9 @@ mod action;
 mod child_events;
 mod child_sessions;
 mod config;
+mod early_requests;
+mod foreign;
+mod guards;
 mod handshake;
 mod lifecycle;
 mod pending;
@@ -49,7 +52,6 @@ use serde_json::Value;
 use crate::subagents::detect::Detector;
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::Registry;
-use crate::subagents::pair::PairSet;
 use crate::subagents::render::Render;
 use crate::wire::envelope::{self, Kind, Parsed};
 use crate::wire::keys;
@@ -99,7 +101,8 @@ pub struct Engine {
     /// Mismatch reports already made (each kind once per connection).
     reported: HashSet<String>,
     /// Spawns over a limit, as (agent session, tool call id): their events pass through.
-    passthrough_spawns: PairSet,
+    /// Bounded: an agent that goes on spawning past a limit cannot grow it.
+    passthrough_spawns: RecentSet,
     /// Finished children in the order they finished (the oldest leave memory first).
     finished: std::collections::VecDeque<ChildId>,
     /// Synthesized cards already shown again during the current parent replays.
@@ -112,6 +115,12 @@ pub struct Engine {
     /// Child sessions the agent announced itself, for a client that speaks standard subagents:
     /// their traffic passes as it is. Keyed by ("", child session id).
     native_children: RecentSet,
+    /// The sessions the client knows, for agent requests while one is being created.
+    sessions: early_requests::SessionsKnown,
+    /// Child sessions named by subagent cards from the agent side (another link's).
+    foreign: foreign::ForeignCards,
+    /// Standard child sessions whose announcement was refused.
+    refused: guards::Refused,
 }
 
 impl Default for Engine {
@@ -155,12 +164,15 @@ impl Engine {
             held: Vec::new(),
             store_tried: HashSet::new(),
             reported: HashSet::new(),
-            passthrough_spawns: PairSet::default(),
+            passthrough_spawns: RecentSet::default(),
             finished: std::collections::VecDeque::new(),
             replay_cards: HashSet::new(),
             parent_tools: RecentSet::default(),
             thread_tools: tool_order::ThreadTools::default(),
             native_children: RecentSet::default(),
+            sessions: Default::default(),
+            foreign: Default::default(),
+            refused: Default::default(),
         }
     }
 
@@ -209,7 +221,7 @@ impl Engine {
                 drop(env);
                 if self.models_subagents() {
                     if let Some(sid) = &session {
-                        if child_sessions::is_child_id(&self.reg, sid) {
+                        if self.serves_child(sid) {
                             self.client_child_request(&id, &method, sid, frame, now, out);
                             return;
                         }
@@ -228,6 +240,7 @@ impl Engine {
                         }
                     }
                 }
+                self.sessions.client_request(&method, session.as_deref());
                 self.client_requests
                     .insert(&id, &method, session.as_deref());
                 out.push(Action::ToAgent(frame));
@@ -236,7 +249,7 @@ impl Engine {
                 let session = session_of(env.params);
                 drop(env);
                 match session {
-                    Some(sid) if child_sessions::is_child_id(&self.reg, &sid) => {
+                    Some(sid) if self.serves_child(&sid) => {
                         self.client_child_notification(&method, &sid, out);
                     }
                     _ => out.push(Action::ToAgent(frame)),
@@ -311,12 +324,19 @@ impl Engine {
             out.push(Action::ToClient(frame));
             return;
         };
+        if self.sessions.creating()
+            && env.kind() == Kind::Request
+            && self.answer_early_request(&env, out)
+        {
+            return;
+        }
         match env.kind() {
             Kind::Response => {
                 let Some(req) = env.id.and_then(|id| self.client_requests.remove(id)) else {
                     out.push(Action::ToClient(frame));
                     return;
                 };
+                self.sessions.response(&req.method, &frame);
                 if self.mode == Some(Mode::Off) {
                     out.push(Action::ToClient(frame));
                     return;
@@ -351,6 +371,7 @@ impl Engine {
     /// The agent is gone: answer every request the client still waits for with an error
     /// that says why, oldest first.
     pub fn agent_gone(&mut self, reason: &str, out: &mut Vec<Action>) {
+        self.sessions.agent_gone();
         for held in std::mem::take(&mut self.held) {
             // The client may still answer nothing useful, but it must not lose the frame.
             out.push(Action::ToClient(held.frame));
@@ -389,6 +410,9 @@ impl Engine {
             ("parent_tools", self.parent_tools.len()),
             ("thread_tools", self.thread_tools.len()),
             ("native_children", self.native_children.len()),
+            ("known_sessions", self.sessions.len()),
+            ("foreign_cards", self.foreign.len()),
+            ("refused_children", self.refused.len()),
         ]);
         sizes
     }

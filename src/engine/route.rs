@@ -11,7 +11,6 @@ use serde_json::Value;
 use super::tool_order::ToolFrame;
 use super::{Action, Engine, Mode, NoteLevel};
 use crate::subagents::model::SpawnSite;
-use crate::subagents::pair::PairRef;
 use crate::wire::keys::{self, Found};
 use crate::wire::update_view::{UpdateFrame, UpdateParts};
 
@@ -190,6 +189,14 @@ impl Engine {
                 return;
             }
         }
+        // A card another link made (or one the agent claims): never a spawn here.
+        let agent_card = matches!(kind, "tool_call" | "tool_call_update")
+            && found.has(keys::kind::SUBAGENT)
+            && keys::has(&keys::SUBAGENT_INFO, raw.as_bytes());
+        if agent_card && !names_parent {
+            self.agent_card(frame, sid, kind, tool, raw, out);
+            return;
+        }
         // Cheap exit for the common case: nothing here can be a spawn or a child event.
         let may_spawn = kind == "tool_call" && found.has(keys::kind::SPAWN);
         if !names_parent && !may_spawn {
@@ -219,8 +226,9 @@ impl Engine {
         if let Some(parent_ref) = self.detector.parent_ref(&update).map(str::to_owned) {
             match self.reg.by_spawn(sid, &parent_ref).cloned() {
                 Some(cid) => self.child_event(&cid, sid, Some(update), frame, out),
+                None if agent_card => self.agent_card(frame, sid, kind, tool, raw, out),
                 // A spawn over a limit: its child's events pass through as the agent sent them.
-                None if self.passthrough_spawns.contains(&PairRef(sid, &parent_ref)) => {
+                None if self.passthrough_spawns.contains(sid, &parent_ref) => {
                     self.pass_to_top_level(frame, tf, out);
                 }
                 None => {
@@ -234,6 +242,10 @@ impl Engine {
                     self.pass_to_top_level(frame, tf, out);
                 }
             }
+            return;
+        }
+        if agent_card {
+            self.agent_card(frame, sid, kind, tool, raw, out);
             return;
         }
         if kind == "tool_call" {

@@ -37,6 +37,9 @@ impl Engine {
             Some(p) => (p.id.to_string(), p.top_session.clone()),
             None => (on.to_owned(), on.to_owned()),
         };
+        if self.refuse_announcement(on, &agent_child, &parent, &top, out) {
+            return;
+        }
         let cid = match self.reg.by_agent_child(&agent_child).cloned() {
             Some(cid) => {
                 let replaying = self

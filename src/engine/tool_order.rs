@@ -39,7 +39,10 @@ impl ToolFrame<'_> {
     }
 }
 
-/// Ids of the tool calls top-level threads hold.
+/// Ids of the tool calls top-level threads hold: the recent ones, in two generations (as
+/// [`super::recent::RecentSet`] keeps them, and as bounded), so a hostile flood of tool calls
+/// costs fixed memory; an update of a tool call forgotten that long ago is sent as its
+/// tool call.
 #[derive(Debug, Default)]
 pub(super) struct ThreadTools {
     hasher: hashbrown::DefaultHashBuilder,
@@ -48,7 +51,7 @@ pub(super) struct ThreadTools {
 }
 
 impl ThreadTools {
-    pub(super) const CAPACITY: usize = 1 << 14;
+    pub(super) const CAPACITY: usize = 4096;
 
     fn key(&self, id: &str) -> u64 {
         self.hasher.hash_one(id)
