@@ -25,11 +25,13 @@ mod child_sessions;
 mod config;
 mod handshake;
 mod lifecycle;
+mod pace;
 mod pending;
 mod permissions;
 mod recent;
 mod replay;
 mod route;
+mod signals;
 mod spawn;
 mod standard;
 mod thread;
@@ -105,6 +107,10 @@ pub struct Engine {
     /// Recent tool calls that went to a top-level thread: their permission requests are the
     /// parent's and never wait for attribution.
     parent_tools: RecentSet,
+    /// The time of the frame (or timeout) being handled.
+    now: Millis,
+    /// Live progress of cards, paced.
+    pace: pace::Pacer,
 }
 
 impl Default for Engine {
@@ -152,6 +158,8 @@ impl Engine {
             finished: std::collections::VecDeque::new(),
             replay_cards: HashSet::new(),
             parent_tools: RecentSet::default(),
+            now: 0,
+            pace: pace::Pacer::default(),
         }
     }
 
@@ -171,6 +179,7 @@ impl Engine {
 
     /// A frame (one line, terminator included) arrived from the client.
     pub fn from_client(&mut self, frame: Bytes, now: Millis, out: &mut Vec<Action>) {
+        self.now = self.now.max(now);
         let Parsed::Message(env) = envelope::parse(&frame) else {
             out.push(Action::ToAgent(frame));
             return;
@@ -255,6 +264,7 @@ impl Engine {
         now: Millis,
         out: &mut Vec<Action>,
     ) {
+        self.now = self.now.max(now);
         let (found, pre) = match scan {
             Some(s) => (Some(s.found), s.update),
             None => (None, Pre::NotTried),
@@ -340,6 +350,7 @@ impl Engine {
     /// The agent is gone: answer every request the client still waits for with an error
     /// that says why, oldest first.
     pub fn agent_gone(&mut self, reason: &str, out: &mut Vec<Action>) {
+        self.flush_progress(out);
         for held in std::mem::take(&mut self.held) {
             // The client may still answer nothing useful, but it must not lose the frame.
             out.push(Action::ToClient(held.frame));
@@ -376,6 +387,7 @@ impl Engine {
             ("finished", self.finished.len()),
             ("replay_cards", self.replay_cards.len()),
             ("parent_tools", self.parent_tools.len()),
+            ("paced_cards", self.pace.len()),
         ]);
         sizes
     }
