@@ -154,10 +154,12 @@ impl Engine {
             _ => {}
         }
         if found.has(keys::kind::END) {
-            // A later notice that a background child ended: it ends the child (and is kept
-            // in its thread), then goes where it would have gone.
+            // A later notice that a background child ended: it ends the child and goes into
+            // its thread.
             if let Some(update) = parse_update() {
-                self.end_signal(sid, &update, out);
+                if self.end_signal(sid, &update, out) {
+                    return;
+                }
             }
         }
         if let Some(cid) = self.reg.by_agent_child(sid).cloned() {

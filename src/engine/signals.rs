@@ -12,29 +12,35 @@ use crate::subagents::render;
 
 impl Engine {
     /// A frame on `session` that may end a background child: if it names an open child of
-    /// the preset that says so, the frame goes into that child's thread and ends it. The
-    /// frame itself stays where it is going (the caller routes it on).
-    pub(super) fn end_signal(&mut self, session: &str, update: &Value, out: &mut Vec<Action>) {
+    /// the preset that says so, the frame goes into that child's thread (instead of the
+    /// parent's: Qwen repeats the notice in the follow-up turn it starts there) and ends the
+    /// child. Returns whether it did; otherwise the caller routes the frame on.
+    pub(super) fn end_signal(
+        &mut self,
+        session: &str,
+        update: &Value,
+        out: &mut Vec<Action>,
+    ) -> bool {
         let Some(end) = self.detector.end_signal(update) else {
-            return;
+            return false;
         };
         let Some(cid) = self.reg.by_spawn(session, &end.spawn_id).cloned() else {
-            return;
+            return false;
         };
         let Some(child) = self.reg.get(&cid) else {
-            return;
+            return false;
         };
         let ends_it = child.preset.is_none_or(|p| p == end.preset)
             && child.is_background()
             && !child.state.is_final()
             && !child.replay_known();
         if !ends_it {
-            return;
+            return false;
         }
         let state = match end.status {
             EndStatus::Completed => ChildState::Completed,
             EndStatus::Failed(_) => ChildState::Failed,
-            EndStatus::Running => return,
+            EndStatus::Running => return false,
         };
         self.record_in(&cid, update, out);
         if self.reg.get(&cid).is_some_and(|c| c.card_is_final()) {
@@ -45,9 +51,10 @@ impl Engine {
             }
             self.persist_state(&cid, out);
             self.retire(&cid);
-            return;
+            return true;
         }
         self.finish_child(&cid, state, out);
+        true
     }
 
     /// The task a standard announcement carried, as the child thread's first message, once

@@ -79,10 +79,13 @@ impl Engine {
         let Some(mut update) = update else { return };
         let is_new = kind == "tool_call";
         if is_new && self.reg.get(cid).is_some_and(|c| c.preset.is_none()) {
-            // A child restored from the store: its replayed spawn says which preset it is.
-            let preset = self.detector.spawn(&update).map(|s| s.preset);
-            if let Some(c) = self.reg.get_mut(cid) {
-                c.preset = preset;
+            // A child restored from the store: its replayed spawn says which preset it is,
+            // and the tool's name (the store keeps neither).
+            if let Some(spawn) = self.detector.spawn(&update) {
+                if let Some(c) = self.reg.get_mut(cid) {
+                    c.preset = Some(spawn.preset);
+                    c.tool_name = spawn.tool_name;
+                }
             }
         }
         let Some(preset) = self.reg.get(cid).map(|c| c.preset) else {

@@ -322,8 +322,12 @@ fn reload_for(reload: &str, live: &[Rec]) -> Vec<Rec> {
         .collect()
 }
 
-/// A reopened parent's cards (id, status, title) and their child threads.
-type Reopened = (Vec<(String, String, String)>, Vec<Vec<String>>);
+/// A reopened parent's cards (id, status, title), their child threads and tool names.
+type Reopened = (
+    Vec<(String, String, String)>,
+    Vec<Vec<String>>,
+    Vec<Option<String>>,
+);
 
 /// Play the live run, then reopen its parent with a fresh agent's replay: through a proxy
 /// over the same store, and through one without. Returns both reopened runs' cards and child
@@ -338,12 +342,20 @@ fn reopen(live: &str, reload: &str) -> [Reopened; 2] {
         let mut again = Run::new(ZedRules::V1_18, store);
         again.play(&replay, 0);
         let cards = again.cards();
+        let tools = cards
+            .iter()
+            .map(|c| {
+                again.h.zed.threads[&c.0]
+                    .card(&c.1)
+                    .and_then(|t| t.tool_name.clone())
+            })
+            .collect();
         let threads = cards
             .iter()
             .map(|c| again.child_thread(c.4.as_deref().expect("a child")))
             .collect();
         let cards = cards.into_iter().map(|c| (c.1, c.2, c.3)).collect();
-        (cards, threads)
+        (cards, threads, tools)
     })
 }
 
@@ -447,13 +459,9 @@ fn qwen_foreground_and_background_subagents() {
             .any(|l| l.contains("All delegated work is done.")),
         "the follow-up turn is the parent's: {parent:#?}"
     );
-    assert!(
-        parent
-            .iter()
-            .any(|l| l
-                .contains("Background agent \"general-purpose: Survey text files\" completed.")),
-        "the notice stays in the parent too"
-    );
+    // The notice went to the child; the follow-up turn Qwen starts repeats it in the parent.
+    let notice = "Background agent \"general-purpose: Survey text files\" completed.";
+    assert_eq!(parent.concat().matches(notice).count(), 1, "{parent:#?}");
     check(
         "agents/qwen-0.24.4-background-two-subagents.jsonl",
         &[
@@ -536,6 +544,9 @@ fn qwen_reopen_with_and_without_the_store() {
         ],
         "without the store: what the replay holds (prompt and result)"
     );
+    // The store keeps no tool name: the replayed spawn gives it back.
+    assert_eq!(with.2, [Some("agent".to_owned())]);
+    assert_eq!(without.2, [Some("agent".to_owned())]);
 }
 
 #[test]
@@ -851,6 +862,8 @@ fn pi_reopen_with_and_without_the_store() {
         [answer],
         "without the store: the replay has no prompt"
     );
+    assert_eq!(with.2, [Some("Agent".to_owned())]);
+    assert_eq!(without.2, [Some("Agent".to_owned())]);
 }
 
 #[test]
