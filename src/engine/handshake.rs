@@ -120,8 +120,9 @@ impl Engine {
         self.note(out, NoteLevel::Info, chosen.reason);
     }
 
-    /// What the agent's `initialize` answer says it can do, for every flavour that models
-    /// subagents (Zed's also gets it rewritten, [`Engine::agent_initialized`]).
+    /// What the agent's `initialize` answer says of it (its name, whether it loads sessions),
+    /// for every flavour that models subagents (Zed's also gets it rewritten,
+    /// [`Engine::agent_initialized`]).
     pub(super) fn read_agent_caps(&mut self, frame: &[u8]) {
         #[derive(serde::Deserialize)]
         struct Answer {
@@ -132,16 +133,28 @@ impl Engine {
         struct Result {
             #[serde(rename = "agentCapabilities", default)]
             caps: Option<Caps>,
+            #[serde(rename = "agentInfo", default)]
+            info: Option<Info>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Info {
+            #[serde(default)]
+            name: Option<String>,
         }
         #[derive(serde::Deserialize)]
         struct Caps {
             #[serde(rename = "loadSession", default)]
             load_session: Option<bool>,
         }
-        let answer = serde_json::from_slice::<Answer>(wire::line_body(frame)).ok();
-        self.agent_loads = answer
-            .and_then(|a| a.result?.caps?.load_session)
-            .unwrap_or(false);
+        let result = serde_json::from_slice::<Answer>(wire::line_body(frame))
+            .ok()
+            .and_then(|a| a.result);
+        let (caps, info) = result.map_or((None, None), |r| (r.caps, r.info));
+        self.agent_loads = caps.and_then(|c| c.load_session).unwrap_or(false);
+        // What the proxy calls the agent in the notes it writes into child threads.
+        self.agent_name = info
+            .and_then(|i| i.name)
+            .unwrap_or_else(|| "agent".to_owned());
     }
 
     pub(super) fn agent_initialized(&mut self, frame: Bytes, out: &mut Vec<Action>) {

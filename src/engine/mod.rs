@@ -28,11 +28,13 @@ mod foreign;
 mod guards;
 mod handshake;
 mod lifecycle;
+mod pace;
 mod pending;
 mod permissions;
 mod recent;
 mod replay;
 mod route;
+mod signals;
 mod spawn;
 mod standard;
 mod thread;
@@ -121,6 +123,10 @@ pub struct Engine {
     foreign: foreign::ForeignCards,
     /// Standard child sessions whose announcement was refused.
     refused: guards::Refused,
+    /// The time of the frame (or timeout) being handled.
+    now: Millis,
+    /// Live progress of cards, paced.
+    pace: pace::Pacer,
 }
 
 impl Default for Engine {
@@ -173,6 +179,8 @@ impl Engine {
             sessions: Default::default(),
             foreign: Default::default(),
             refused: Default::default(),
+            now: 0,
+            pace: pace::Pacer::default(),
         }
     }
 
@@ -193,6 +201,7 @@ impl Engine {
 
     /// A frame (one line, terminator included) arrived from the client.
     pub fn from_client(&mut self, frame: Bytes, now: Millis, out: &mut Vec<Action>) {
+        self.now = self.now.max(now);
         let Parsed::Message(env) = envelope::parse(&frame) else {
             out.push(Action::ToAgent(frame));
             return;
@@ -278,6 +287,7 @@ impl Engine {
         now: Millis,
         out: &mut Vec<Action>,
     ) {
+        self.now = self.now.max(now);
         let (found, pre) = match scan {
             Some(s) => (Some(s.found), s.update),
             None => (None, Pre::NotTried),
@@ -372,6 +382,7 @@ impl Engine {
     /// that says why, oldest first.
     pub fn agent_gone(&mut self, reason: &str, out: &mut Vec<Action>) {
         self.sessions.agent_gone();
+        self.flush_progress(out);
         for held in std::mem::take(&mut self.held) {
             // The client may still answer nothing useful, but it must not lose the frame.
             out.push(Action::ToClient(held.frame));
@@ -413,6 +424,7 @@ impl Engine {
             ("known_sessions", self.sessions.len()),
             ("foreign_cards", self.foreign.len()),
             ("refused_children", self.refused.len()),
+            ("paced_cards", self.pace.len()),
         ]);
         sizes
     }

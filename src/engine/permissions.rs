@@ -38,11 +38,17 @@ struct Unowned {
 impl Engine {
     /// When [`Engine::handle_timeout`] must next be called, if ever.
     pub fn poll_timeout(&self) -> Option<Millis> {
-        self.held.iter().map(|h| h.deadline).min()
+        let held = self.held.iter().map(|h| h.deadline).min();
+        match (held, self.pace.next_due()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
-    /// Time passed: release what waited too long.
+    /// Time passed: release what waited too long, send the card progress that is due.
     pub fn handle_timeout(&mut self, now: Millis, out: &mut Vec<Action>) {
+        self.now = self.now.max(now);
+        self.progress_due(now, out);
         let (due, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
             .into_iter()
             .partition(|h| h.deadline <= now);

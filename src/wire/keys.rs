@@ -40,6 +40,8 @@ pub mod kind {
     pub const PARENT: u16 = 1 << 5;
     /// A preset's spawn marker (tool name, title, input key).
     pub const SPAWN: u16 = 1 << 6;
+    /// A preset's end marker: the frame may end a background child (Qwen's later notice).
+    pub const END: u16 = 1 << 8;
 }
 
 /// What one pass over a frame found: the [`kind`] bits of every key that occurs in it.
@@ -87,9 +89,13 @@ enum Searcher {
 }
 
 impl Signals {
-    /// The fixed keys plus the presets' parent keys and spawn markers (each quoted as it
+    /// The fixed keys plus the presets' parent keys, spawn and end markers (each quoted as it
     /// appears in JSON: `"parentToolUseId"`).
-    pub fn new<S: AsRef<str>>(parent_markers: &[S], spawn_markers: &[S]) -> Signals {
+    pub fn new<S: AsRef<str>>(
+        parent_markers: &[S],
+        spawn_markers: &[S],
+        end_markers: &[S],
+    ) -> Signals {
         let mut patterns: BTreeMap<String, u16> = BTreeMap::new();
         let mut add = |p: &str, k: u16| *patterns.entry(p.to_owned()).or_default() |= k;
         add("\"id\"", kind::ID);
@@ -101,6 +107,9 @@ impl Signals {
         }
         for m in spawn_markers {
             add(m.as_ref(), kind::SPAWN);
+        }
+        for m in end_markers {
+            add(m.as_ref(), kind::END);
         }
         patterns.retain(|p, _| !p.is_empty());
         let texts: Vec<String> = patterns.keys().cloned().collect();
@@ -202,11 +211,20 @@ mod tests {
 
     #[test]
     fn one_pass_finds_every_kind_even_when_keys_overlap() {
-        let s = Signals::new(&["\"parentToolUseId\""], &["\"subagent_type\"", "\"Task\""]);
+        let s = Signals::new(
+            &["\"parentToolUseId\""],
+            &["\"subagent_type\"", "\"Task\""],
+            &["\"background_task_"],
+        );
         assert!(s.scan(b"{\"text\":\"hello\"}").is_empty());
         let f = s.scan(br#"{"id":1,"x":{"subagent_type":"a"}}"#);
         assert!(f.has(kind::ID) && f.has(kind::SPAWN) && f.has(kind::SUBAGENT));
-        assert!(!f.has(kind::TOOL_CALL | kind::PARENT));
+        assert!(!f.has(kind::TOOL_CALL | kind::PARENT | kind::END));
+        let f = s.scan(br#"{"update":{"_meta":{"source":"background_task_completed"}}}"#);
+        assert!(f.has(kind::END) && !f.has(kind::SPAWN | kind::PARENT));
+        assert!(!s
+            .scan(br#"{"_meta":{"source":"background_notification"}}"#)
+            .has(kind::END));
         let f = s.scan(br#"{"method":"session/update","params":{"update":{"sessionUpdate":"tool_call_update","_meta":{"parentToolUseId":"t"}}}}"#);
         assert!(f.has(kind::TOOL_CALL) && f.has(kind::PARENT));
         assert!(!f.has(kind::ID | kind::SPAWN | kind::NEW_TOOL_CALL));

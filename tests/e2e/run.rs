@@ -474,9 +474,10 @@ impl<'k> Run<'k> {
                 return false;
             };
             let cards = t.cards();
+            let open = self.scenario == "background" && self.kit.expect.background_open;
             let ended = cards
                 .iter()
-                .all(|k| matches!(k.status.as_str(), "completed" | "failed"));
+                .all(|k| open || matches!(k.status.as_str(), "completed" | "failed"));
             // Without a follow-up, only the cards tell that the background child is done.
             let said = if followup {
                 checks::assistant_text(t).contains("MAIN-DONE")
@@ -628,7 +629,8 @@ impl<'k> Run<'k> {
     ) -> Result<Vec<String>> {
         let tags = kits::tags(&self.scenario);
         let expect = self.kit.expect;
-        let cards: Vec<_> = checks::cards(&mut self.checks, phase, expect, thread, tags)
+        let open = self.scenario == "background" && expect.background_open;
+        let cards: Vec<_> = checks::cards(&mut self.checks, phase, expect, thread, tags, open)
             .into_iter()
             .cloned()
             .collect();

@@ -150,7 +150,7 @@ fn check_children(name: &str, h: &Harness, want: &[WantChild]) {
             );
         }
         // A child the proxy made out of a spawn tool call: the tool call points at it and,
-        // once the child ended with an answer, the parent got it as a message.
+        // once the child ended with an answer to its task, the parent got it as a message.
         if id.starts_with("acpx-sub-") {
             let parent_thread = &std.session(&parent).entries;
             let pointing = parent_thread
@@ -160,7 +160,15 @@ fn check_children(name: &str, h: &Harness, want: &[WantChild]) {
                 pointing,
                 "{name} {id}: the spawn tool call points at the child"
             );
-            if let (Some(answer), "idle:end_turn") = (w.answer, w.state) {
+            let replies = parent_thread
+                .iter()
+                .filter(|e| matches!(e, StdEntry::Message(_, from, ..) if from == id))
+                .count();
+            // An answer goes back as a message when it answers a task the client saw.
+            if w.answer.is_none() || w.task.is_none() {
+                assert_eq!(replies, 0, "{name} {id}: no message to the parent");
+            }
+            if let (Some(answer), Some(_), "idle:end_turn") = (w.answer, w.task, w.state) {
                 let reply = parent_thread.iter().any(|e| {
                     matches!(e, StdEntry::Message(_, from, to, t) if from == id && *to == parent && t.starts_with(answer))
                 });
@@ -175,9 +183,17 @@ const ALPHA_FOUND: &str = "Subagent alpha found the files";
 
 #[test]
 fn every_fixture_validates_as_standard_subagents() {
-    // Children as the engine models each input today; for the inputs whose signals are still
-    // being wired into the engine (pi, Gemini, AgentPool, dsh, Goose, Cursor) only their
-    // validity is checked here.
+    // Every capture with subagents, as a standard client ends up seeing its children.
+    const PI_A: &str = "SUB-ANSWER a: the folder holds a.txt and b.txt; a.txt was read.";
+    // AgentPool's children each read one file.
+    let read = |file: &str| match file {
+        "a" => child("Read a.txt", "idle:end_turn")
+            .task("Read the file a.txt and tell me what it says.")
+            .answer("The file a.txt says: hello from a"),
+        _ => child("Read b.txt", "idle:end_turn")
+            .task("Read the file b.txt and tell me what it says.")
+            .answer("The file b.txt says: hello from b"),
+    };
     let modelled: Vec<(&str, Vec<WantChild>)> = vec![
         (
             "claude-agent-acp-0.23.1-legacy-one-subagent.jsonl",
@@ -200,26 +216,44 @@ fn every_fixture_validates_as_standard_subagents() {
         ),
         (
             "agents/qwen-0.24.4-foreground-one-subagent.jsonl",
-            vec![child("Agent: Survey text files", "idle:end_turn")
+            vec![child("Survey text files", "idle:end_turn")
                 .task(ALPHA)
                 .answer(ALPHA_FOUND)],
         ),
         (
             "agents/qwen-0.24.4-foreground-two-subagents.jsonl",
             vec![
-                child("Agent: First survey", "idle:end_turn")
+                child("First survey", "idle:end_turn")
                     .task(ALPHA)
                     .answer(ALPHA_FOUND),
-                child("Agent: Second survey", "idle:end_turn")
+                child("Second survey", "idle:end_turn")
                     .task("SUBAGENT:beta list the text files")
                     .answer("Subagent beta found the files"),
             ],
         ),
         (
             "agents/qwen-0.24.4-foreground-parent-reload.jsonl",
-            vec![child("Agent: Survey text files", "idle:end_turn")
+            vec![child("Survey text files", "idle:end_turn")
                 .task(ALPHA)
                 .answer(ALPHA_FOUND)],
+        ),
+        (
+            // The agent's end notice closes each background child's thread.
+            "agents/qwen-0.24.4-background-one-subagent.jsonl",
+            vec![child("Survey text files", "idle:end_turn")
+                .task(ALPHA)
+                .answer("Background agent")],
+        ),
+        (
+            "agents/qwen-0.24.4-background-two-subagents.jsonl",
+            vec![
+                child("First survey", "idle:end_turn")
+                    .task(ALPHA)
+                    .answer("Background agent"),
+                child("Second survey", "idle:end_turn")
+                    .task("SUBAGENT:beta list the text files")
+                    .answer("Background agent"),
+            ],
         ),
         (
             "agents/opencode-1.18.33-one-subagent.jsonl",
@@ -239,6 +273,89 @@ fn every_fixture_validates_as_standard_subagents() {
             ],
         ),
         ("agents/opencode-1.18.33-child-load.jsonl", vec![]),
+        (
+            "agents/pi-0.87.1-one-subagent.jsonl",
+            vec![child("Survey a.txt", "idle:end_turn")
+                .task("SUBAGENT:a List the folder, read a.txt and report.")
+                .answer(PI_A)],
+        ),
+        (
+            "agents/pi-0.87.1-two-subagents.jsonl",
+            vec![
+                child("Survey a.txt", "idle:end_turn")
+                    .task("SUBAGENT:a List the folder, read a.txt and report.")
+                    .answer(PI_A),
+                child("Survey b.txt", "idle:end_turn")
+                    .task("SUBAGENT:b List the folder, read b.txt and report.")
+                    .answer("SUB-ANSWER b: the folder holds a.txt and b.txt; b.txt was read."),
+            ],
+        ),
+        (
+            "agents/pi-0.87.1-background.jsonl",
+            vec![child("Survey a.txt", "running")
+                .task("SUBAGENT:a SLOW List the folder, read a.txt and report.")],
+        ),
+        (
+            // The agent's replay carries the answer, not the task.
+            "agents/pi-0.87.1-parent-reload.jsonl",
+            vec![child("Survey a.txt", "idle:end_turn").answer(PI_A)],
+        ),
+        (
+            "agents/agentpool-2.9.18-inline-one-subagent.jsonl",
+            vec![read("a")],
+        ),
+        (
+            "agents/agentpool-2.9.18-inline-two-subagents.jsonl",
+            vec![read("a"), read("b")],
+        ),
+        (
+            "agents/agentpool-2.9.18-tool_box-one-subagent.jsonl",
+            vec![read("a")],
+        ),
+        (
+            "agents/agentpool-2.9.18-tool_box-two-subagents.jsonl",
+            vec![read("a"), read("b")],
+        ),
+        (
+            "agents/agentpool-2.9.18-tool_box-same-agent-twice.jsonl",
+            vec![read("a"), read("b")],
+        ),
+        (
+            // Gemini runs its subagents out of sight: no task, no answer, the proxy's note.
+            "agents/gemini-0.61.0-one-subagent.jsonl",
+            vec![child("codebase_investigator", "idle:end_turn")],
+        ),
+        (
+            "agents/gemini-0.61.0-two-subagents-yolo.jsonl",
+            vec![
+                child("codebase_investigator", "idle:end_turn"),
+                child("generalist", "idle:end_turn"),
+            ],
+        ),
+        (
+            "agents/goose-written-one-subagent.jsonl",
+            vec![child("Survey the text files", "idle:end_turn")
+                .task("Survey the text files\nand report what they hold.")
+                .answer("a.txt says hello; b.txt is empty.")],
+        ),
+        (
+            "agents/cursor-written-two-subagents.jsonl",
+            vec![
+                child("Survey text files", "idle:end_turn")
+                    .task("List the text files and say what they hold.")
+                    .answer("a.txt and b.txt; a.txt says hello."),
+                child("Watch the build", "running").task("Watch the build and report failures."),
+            ],
+        ),
+        (
+            "agents/dsh-1.3-written-two-subagents.jsonl",
+            vec![
+                child("Auth scout", "idle:end_turn")
+                    .task("Look for the auth code and check its tests.")
+                    .answer("Auth is handled in src/auth.rs; its 12 tests pass."),
+                child("Try a fix", "idle:error").task("Try the fix in a fork."),
+            ],
+        ),
         (
             "agents/codex-2.6.0-standard-one-subagent.jsonl",
             // The agent's own children, described but untitled, relayed as they are.
@@ -291,6 +408,11 @@ fn every_fixture_validates_as_standard_subagents() {
         seen.len(),
         modelled.len(),
         "every modelled fixture was played: {seen:?}"
+    );
+    assert_eq!(
+        seen,
+        every_fixture(),
+        "every capture has its expectations here"
     );
 }
 

@@ -39,6 +39,7 @@ mod standalone;
 mod store_cli;
 mod store_processes;
 mod store_restart;
+mod zed_agent_cards;
 mod zed_faults;
 mod zed_golden;
 mod zed_limits;

@@ -109,8 +109,12 @@ fn user_block(line: &str) -> Option<Value> {
 }
 
 /// The child's answer: the text of the assistant message its thread ends with (nothing if
-/// its last entry is another one, a tool call say).
+/// its last entry is another one, a tool call say). Only an answer to a task: a child whose
+/// task the agent never sent (one it runs out of sight) has only the proxy's note of it.
 fn reply_text(child: &Child) -> Option<String> {
+    if !child.thread.iter().any(|l| user_block(l).is_some()) {
+        return None;
+    }
     let mut parts: Vec<String> = Vec::new();
     for line in child.thread.iter().rev() {
         let Ok(v) = serde_json::from_str::<Value>(line) else {
