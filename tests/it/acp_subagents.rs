@@ -707,4 +707,23 @@ fn draft_announcements_become_standard_ones() {
         "{:?}",
         h.notes
     );
+    // The agent's own child is the agent's to load, stop and close: the requests go to it.
+    for (method, params) in [
+        (
+            "session/load",
+            json!({"sessionId": "old-1", "cwd": "/p", "mcpServers": []}),
+        ),
+        ("session/close", json!({"sessionId": "old-1"})),
+    ] {
+        let id = h.request(method, params.clone());
+        let sent = h.to_agent.last().expect("forwarded");
+        assert_eq!(
+            (&sent["id"], &sent["method"], &sent["params"]),
+            (&json!(id), &json!(method), &params)
+        );
+    }
+    let cancel =
+        json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "old-1"}});
+    h.client(cancel.clone());
+    assert_eq!(h.to_agent.last(), Some(&cancel));
 }
