@@ -273,6 +273,9 @@ pub(crate) struct Generator<W: Write, C: Write> {
     next_perm: u64,
     /// Running subagents: (spawn tool call id, child events still to send).
     active: Vec<(u64, u64)>,
+    /// The parent's latest tool call: updates name a tool call announced before them, as
+    /// real agents' do (Zed refuses an update before its tool call; the proxy repairs it).
+    last_parent_tool: Option<u64>,
 }
 
 /// A pi-like child of the flood profile: its spinner is due at `due` (agent time, ms).
@@ -304,6 +307,7 @@ impl<W: Write, C: Write> Generator<W, C> {
             next_msg: 1,
             next_perm: 1,
             active: Vec::new(),
+            last_parent_tool: None,
         }
     }
 
@@ -452,7 +456,7 @@ impl<W: Write, C: Write> Generator<W, C> {
             55..=64 => self.thought_chunk(),
             65..=76 => self.tool_call(None).map(|_| ()),
             77..=86 => {
-                let id = self.tool_id();
+                let id = self.parent_tool()?;
                 self.tool_result(id, None)
             }
             87..=91 => self.edit_call(),
@@ -506,8 +510,19 @@ impl<W: Write, C: Write> Generator<W, C> {
         TOOLS[(self.rng.next() % TOOLS.len() as u64) as usize]
     }
 
+    /// A tool call of the parent's that updates may name: the latest, or a new one.
+    fn parent_tool(&mut self) -> anyhow::Result<u64> {
+        match self.last_parent_tool {
+            Some(id) => Ok(id),
+            None => self.tool_call(None),
+        }
+    }
+
     fn tool_call(&mut self, parent: Option<u64>) -> anyhow::Result<u64> {
         let id = self.tool_id();
+        if parent.is_none() {
+            self.last_parent_tool = Some(id);
+        }
         let (tool, kind, title) = self.pick_tool();
         self.begin_update();
         self.meta(Some(tool), parent);
@@ -573,7 +588,7 @@ impl<W: Write, C: Write> Generator<W, C> {
     }
 
     fn small_update(&mut self) -> anyhow::Result<()> {
-        let id = self.tool_id();
+        let id = self.parent_tool()?;
         self.begin_update();
         self.push("\"toolCallId\":");
         self.push_tool_id(id);
@@ -631,7 +646,7 @@ impl<W: Write, C: Write> Generator<W, C> {
 
     /// A 1 MiB frame: a large file read.
     fn big_frame(&mut self) -> anyhow::Result<()> {
-        let id = self.tool_id();
+        let id = self.parent_tool()?;
         self.begin_update();
         self.meta(Some("Read"), None);
         self.push("\"toolCallId\":");
