@@ -13,6 +13,7 @@ use crate::subagents::render::{self, CardChange};
 /// What one update of a spawn card changes, read before the card is touched.
 struct Reading {
     preset_title: Option<String>,
+    description: Option<String>,
     prompt: Option<String>,
     background: bool,
     progress: Option<String>,
@@ -53,6 +54,7 @@ impl Engine {
         match preset {
             Some(p) => Reading {
                 preset_title: d.title_of(p, update),
+                description: d.description_of(p, update),
                 prompt: d.prompt_of(p, update),
                 background: d.background_of(p, update),
                 progress: d.progress_of(p, update),
@@ -60,6 +62,7 @@ impl Engine {
             },
             None => Reading {
                 preset_title: None,
+                description: None,
                 prompt: d.prompt(update).map(str::to_owned),
                 background: d.is_background(update),
                 progress: None,
@@ -135,6 +138,9 @@ impl Engine {
                     to_record.push(render::user_text(prompt));
                 }
             }
+        }
+        if let Some(d) = &reading.description {
+            child.description = Some(d.clone());
         }
         if reading.background {
             child.run = Run::Background;

@@ -203,6 +203,8 @@ pub struct Child {
     pub preset: Option<PresetId>,
     /// The task title as the agent gave it (without live progress).
     pub title: String,
+    /// What else the preset knows of the task (the agent type, say); not stored.
+    pub description: Option<String>,
     pub state: ChildState,
     /// The child's updates in order, as the exact JSON the proxy replays.
     pub thread: Vec<Arc<str>>,
@@ -247,6 +249,7 @@ impl Child {
             tool_name,
             preset: None,
             title: String::new(),
+            description: None,
             state: ChildState::Announced,
             thread: Vec::new(),
             entries: EntryCounter::default(),

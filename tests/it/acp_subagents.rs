@@ -93,6 +93,8 @@ struct WantChild {
     task: Option<&'static str>,
     /// Its last entry starts with this (its answer), if it has one.
     answer: Option<&'static str>,
+    /// Its `description`, where checked.
+    description: Option<&'static str>,
 }
 
 const fn child(title: &'static str, state: &'static str) -> WantChild {
@@ -101,6 +103,7 @@ const fn child(title: &'static str, state: &'static str) -> WantChild {
         state,
         task: None,
         answer: None,
+        description: None,
     }
 }
 
@@ -111,6 +114,10 @@ impl WantChild {
     }
     const fn answer(mut self, a: &'static str) -> WantChild {
         self.answer = Some(a);
+        self
+    }
+    const fn described(mut self, d: &'static str) -> WantChild {
+        self.description = Some(d);
         self
     }
 }
@@ -127,6 +134,9 @@ fn check_children(name: &str, h: &Harness, want: &[WantChild]) {
         let s = std.session(id);
         let lines = s.lines();
         assert_eq!(s.title.as_deref(), w.title, "{name} {id}");
+        if let Some(d) = w.description {
+            assert_eq!(s.description.as_deref(), Some(d), "{name} {id}");
+        }
         assert_eq!(s.state_line(), w.state, "{name} {id}: {lines:?}");
         let parent = s.parent.clone().expect("a child has a parent");
         if let Some(task) = w.task {
@@ -198,6 +208,7 @@ fn every_fixture_validates_as_standard_subagents() {
         (
             "claude-agent-acp-0.23.1-legacy-one-subagent.jsonl",
             vec![child("Survey text files", "idle:end_turn")
+                .described("general-purpose")
                 .task(ALPHA)
                 .answer(ALPHA_FOUND)],
         ),
@@ -217,6 +228,7 @@ fn every_fixture_validates_as_standard_subagents() {
         (
             "agents/qwen-0.24.4-foreground-one-subagent.jsonl",
             vec![child("Survey text files", "idle:end_turn")
+                .described("general-purpose")
                 .task(ALPHA)
                 .answer(ALPHA_FOUND)],
         ),
@@ -258,6 +270,7 @@ fn every_fixture_validates_as_standard_subagents() {
         (
             "agents/opencode-1.18.33-one-subagent.jsonl",
             vec![child("Survey text files", "idle:end_turn")
+                .described("general")
                 .task(ALPHA)
                 .answer(ALPHA_FOUND)],
         ),
@@ -276,6 +289,7 @@ fn every_fixture_validates_as_standard_subagents() {
         (
             "agents/pi-0.87.1-one-subagent.jsonl",
             vec![child("Survey a.txt", "idle:end_turn")
+                .described("general-purpose")
                 .task("SUBAGENT:a List the folder, read a.txt and report.")
                 .answer(PI_A)],
         ),
@@ -306,7 +320,10 @@ fn every_fixture_validates_as_standard_subagents() {
         ),
         (
             "agents/agentpool-2.9.18-inline-two-subagents.jsonl",
-            vec![read("a"), read("b")],
+            vec![
+                read("a").described("helper"),
+                read("b").described("helper2"),
+            ],
         ),
         (
             "agents/agentpool-2.9.18-tool_box-one-subagent.jsonl",
@@ -323,7 +340,8 @@ fn every_fixture_validates_as_standard_subagents() {
         (
             // Gemini runs its subagents out of sight: no task, no answer, the proxy's note.
             "agents/gemini-0.61.0-one-subagent.jsonl",
-            vec![child("codebase_investigator", "idle:end_turn")],
+            vec![child("codebase_investigator", "idle:end_turn")
+                .described("Delegating to agent 'codebase_investigator'")],
         ),
         (
             "agents/gemini-0.61.0-two-subagents-yolo.jsonl",
@@ -351,9 +369,12 @@ fn every_fixture_validates_as_standard_subagents() {
             "agents/dsh-1.3-written-two-subagents.jsonl",
             vec![
                 child("Auth scout", "idle:end_turn")
+                    .described("spawn")
                     .task("Look for the auth code and check its tests.")
                     .answer("Auth is handled in src/auth.rs; its 12 tests pass."),
-                child("Try a fix", "idle:error").task("Try the fix in a fork."),
+                child("Try a fix", "idle:error")
+                    .described("fork")
+                    .task("Try the fix in a fork."),
             ],
         ),
         (

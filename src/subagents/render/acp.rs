@@ -3,9 +3,9 @@
 //!
 //! Every child the proxy models becomes a child session the client follows from its
 //! announcement on:
-//! - on the parent's session, `subagent_update` announces it (`title`, `capabilities.cancel`
-//!   when the agent can cancel it alone, `state: running`) before anything else of the child,
-//!   then patches its title and state (`idle` with `stopReason` `end_turn`, `error` or
+//! - on the parent's session, `subagent_update` announces it (`title`, `description` when the
+//!   preset reads one, `capabilities.cancel` when the agent can cancel it alone, `state:
+//!   running`) before anything else of the child, then patches its title, description and state (`idle` with `stopReason` `end_turn`, `error` or
 //!   `cancelled`; `unknown` when the parent's turn ended and the child's end was never seen);
 //! - the child's events go to the client under the child's id, as recorded;
 //! - its task is a `session_message` from the parent to the child, seen in both transcripts
@@ -62,6 +62,7 @@ impl Shown {
 struct Told {
     announced: bool,
     title: String,
+    description: Option<String>,
     state: Option<Shown>,
     /// Lines of the child's thread already looked at for task messages.
     scanned: usize,
@@ -84,6 +85,9 @@ fn subagent_update(child: &Child) -> Value {
 fn announcement(child: &Child) -> Value {
     let mut a = subagent_update(child);
     a["title"] = json!(title_of(child));
+    if let Some(d) = &child.description {
+        a["description"] = json!(d);
+    }
     if child.stop_route == StopRoute::Direct {
         a["capabilities"] = json!({"cancel": {}});
     }
@@ -210,14 +214,25 @@ impl Render for Acp {
             }
             told.announced = true;
             told.title = title.to_owned();
+            told.description.clone_from(&child.description);
             vec![a]
-        } else if told.title != title {
-            let mut patch = subagent_update(child);
-            patch["title"] = json!(title);
-            told.title = title.to_owned();
-            vec![patch]
         } else {
-            Vec::new()
+            let mut patch = subagent_update(child);
+            if told.title != title {
+                patch["title"] = json!(title);
+                told.title = title.to_owned();
+            }
+            if told.description != child.description {
+                if let Some(d) = &child.description {
+                    patch["description"] = json!(d);
+                }
+                told.description.clone_from(&child.description);
+            }
+            if patch.as_object().is_some_and(|p| p.len() > 2) {
+                vec![patch]
+            } else {
+                Vec::new()
+            }
         }
     }
 
@@ -406,6 +421,15 @@ mod tests {
             ]
         );
         assert!(r.sync(&c).is_empty(), "nothing changed");
+        c.description = Some("general-purpose".into());
+        assert_eq!(
+            r.sync(&c),
+            [
+                json!({"sessionUpdate": "subagent_update", "sessionId": "acpx-sub-x",
+                "description": "general-purpose"})
+            ],
+            "a description learnt later is a patch"
+        );
         c.title = "Survey".into();
         record(
             &mut c,
