@@ -5,6 +5,7 @@
 
 pub mod detect;
 pub(crate) mod entries;
+pub mod fold;
 pub mod ids;
 pub mod lines;
 pub mod model;
