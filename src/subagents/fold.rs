@@ -93,6 +93,11 @@ impl Fold {
             .filter(|e| e.kind == EntryKind::End)
     }
 
+    /// How the child ended, as one line (`✗ Subagent aborted`), if the transcript says.
+    pub fn end_line(&self) -> Option<String> {
+        self.end().map(end_line)
+    }
+
     fn id(&self, index: usize) -> String {
         format!("{}-{}", self.base, self.offset + index)
     }

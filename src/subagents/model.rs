@@ -9,7 +9,9 @@ use super::pair::{Pair, PairMap, PairRef};
 
 use serde_json::Value;
 
+use super::detect::PresetId;
 use super::entries::EntryCounter;
+use super::fold::Fold;
 use super::ids::ChildId;
 
 /// The tool name given to spawn cards the proxy synthesizes (Zed's own name for subagent
@@ -218,6 +220,11 @@ pub struct Child {
     pub cwd: Option<String>,
     /// Bytes recorded in `thread`.
     pub bytes: usize,
+    /// The preset that claimed the spawn (unknown for a child restored from the store until
+    /// its spawn is replayed).
+    pub preset: Option<PresetId>,
+    /// The child's work as the agent folds it into text, read so far.
+    pub fold: Option<Box<Fold>>,
 }
 
 impl Child {
@@ -256,6 +263,8 @@ impl Child {
             seen_messages: Vec::new(),
             cwd: None,
             bytes: 0,
+            preset: None,
+            fold: None,
         }
     }
 

@@ -40,6 +40,8 @@ pub mod kind {
     pub const PARENT: u16 = 1 << 5;
     /// A preset's spawn marker (tool name, title, input key).
     pub const SPAWN: u16 = 1 << 6;
+    /// A preset's sibling marker: maybe a call beside a spawn carrying a child's work.
+    pub const SIBLING: u16 = 1 << 8;
 }
 
 /// What one pass over a frame found: the [`kind`] bits of every key that occurs in it.
@@ -87,9 +89,13 @@ enum Searcher {
 }
 
 impl Signals {
-    /// The fixed keys plus the presets' parent keys and spawn markers (each quoted as it
-    /// appears in JSON: `"parentToolUseId"`).
-    pub fn new<S: AsRef<str>>(parent_markers: &[S], spawn_markers: &[S]) -> Signals {
+    /// The fixed keys plus the presets' parent keys, spawn and sibling markers (each quoted as
+    /// it appears in JSON: `"parentToolUseId"`).
+    pub fn new<S: AsRef<str>>(
+        parent_markers: &[S],
+        spawn_markers: &[S],
+        sibling_markers: &[S],
+    ) -> Signals {
         let mut patterns: BTreeMap<String, u16> = BTreeMap::new();
         let mut add = |p: &str, k: u16| *patterns.entry(p.to_owned()).or_default() |= k;
         add("\"id\"", kind::ID);
@@ -101,6 +107,9 @@ impl Signals {
         }
         for m in spawn_markers {
             add(m.as_ref(), kind::SPAWN);
+        }
+        for m in sibling_markers {
+            add(m.as_ref(), kind::SIBLING);
         }
         patterns.retain(|p, _| !p.is_empty());
         let texts: Vec<String> = patterns.keys().cloned().collect();
@@ -180,7 +189,11 @@ mod tests {
 
     #[test]
     fn one_pass_finds_every_kind_even_when_keys_overlap() {
-        let s = Signals::new(&["\"parentToolUseId\""], &["\"subagent_type\"", "\"Task\""]);
+        let s = Signals::new(
+            &["\"parentToolUseId\""],
+            &["\"subagent_type\"", "\"Task\""],
+            &["\"subagent:"],
+        );
         assert!(s.scan(b"{\"text\":\"hello\"}").is_empty());
         let f = s.scan(br#"{"id":1,"x":{"subagent_type":"a"}}"#);
         assert!(f.has(kind::ID) && f.has(kind::SPAWN) && f.has(kind::SUBAGENT));
@@ -199,6 +212,10 @@ mod tests {
         assert!(s
             .scan(br#"["tool_call_update","tool_call"]"#)
             .has(kind::NEW_TOOL_CALL));
+        // A sibling marker, which holds a fixed key: both kinds.
+        let f = s.scan(br#"{"toolCallId":"subagent:alpha:1"}"#);
+        assert!(f.has(kind::SIBLING) && f.has(kind::SUBAGENT) && !f.has(kind::SPAWN));
+        assert!(!s.scan(br#"{"toolCallId":"call_1"}"#).has(kind::SIBLING));
         // A pattern inside a longer match elsewhere is still found.
         let f = s.scan(br#"{"a":"xsubagent_typesession_message"}"#);
         assert!(f.has(kind::SUBAGENT) && f.has(kind::SESSION_MESSAGE));
