@@ -20,9 +20,11 @@
 //! the config depend on it, never the other way round.
 
 mod action;
+mod agent_replay;
 mod child_events;
 mod child_sessions;
 mod config;
+mod folded;
 mod handshake;
 mod lifecycle;
 mod pending;
@@ -30,6 +32,7 @@ mod permissions;
 mod recent;
 mod replay;
 mod route;
+mod sibling;
 mod spawn;
 mod standard;
 mod thread;
@@ -55,9 +58,11 @@ use crate::wire::keys;
 use crate::wire::read_ahead::{AgentScan, Pre, Scanner};
 use crate::wire::update_view::UpdateFrame;
 use crate::wire::{self, write};
+use agent_replay::AgentReplays;
 use pending::PendingRequests;
 use permissions::HeldRequest;
 use recent::RecentSet;
+use sibling::Siblings;
 
 /// Milliseconds on a monotonic clock chosen by the shell.
 pub type Millis = u64;
@@ -105,6 +110,12 @@ pub struct Engine {
     /// Recent tool calls that went to a top-level thread: their permission requests are the
     /// parent's and never wait for attribution.
     parent_tools: RecentSet,
+    /// Children the agent replays itself, fetched by the proxy.
+    agent_replays: AgentReplays,
+    /// Calls beside spawns that carry their children's work.
+    siblings: Siblings,
+    /// The time of the frame being handled.
+    now: Millis,
 }
 
 impl Default for Engine {
@@ -152,6 +163,9 @@ impl Engine {
             finished: std::collections::VecDeque::new(),
             replay_cards: HashSet::new(),
             parent_tools: RecentSet::default(),
+            agent_replays: AgentReplays::default(),
+            siblings: Siblings::default(),
+            now: 0,
         }
     }
 
@@ -171,6 +185,7 @@ impl Engine {
 
     /// A frame (one line, terminator included) arrived from the client.
     pub fn from_client(&mut self, frame: Bytes, now: Millis, out: &mut Vec<Action>) {
+        self.now = now;
         let Parsed::Message(env) = envelope::parse(&frame) else {
             out.push(Action::ToAgent(frame));
             return;
@@ -198,6 +213,9 @@ impl Engine {
                 let session = session_of(env.params);
                 drop(env);
                 if self.models_subagents() {
+                    if matches!(method.as_str(), "session/new" | "session/load") {
+                        self.agent_replays.client_opens(&id, &method, &frame);
+                    }
                     if let Some(sid) = &session {
                         if child_sessions::is_child_id(&self.reg, sid) {
                             self.client_child_request(&id, &method, sid, frame, now, out);
@@ -255,6 +273,7 @@ impl Engine {
         now: Millis,
         out: &mut Vec<Action>,
     ) {
+        self.now = now;
         let (found, pre) = match scan {
             Some(s) => (Some(s.found), s.update),
             None => (None, Pre::NotTried),
@@ -303,6 +322,12 @@ impl Engine {
         };
         match env.kind() {
             Kind::Response => {
+                if let Some(id) = env.id.filter(|id| self.agent_replays.owns(id)) {
+                    let id = id.to_owned();
+                    drop(env);
+                    self.replay_answered(&id, &frame, out);
+                    return;
+                }
                 let Some(req) = env.id.and_then(|id| self.client_requests.remove(id)) else {
                     out.push(Action::ToClient(frame));
                     return;
@@ -340,6 +365,8 @@ impl Engine {
     /// The agent is gone: answer every request the client still waits for with an error
     /// that says why, oldest first.
     pub fn agent_gone(&mut self, reason: &str, out: &mut Vec<Action>) {
+        // Children waiting for the agent's replay get what their spawn said.
+        self.replays_abandoned(out);
         for held in std::mem::take(&mut self.held) {
             // The client may still answer nothing useful, but it must not lose the frame.
             out.push(Action::ToClient(held.frame));
@@ -377,6 +404,8 @@ impl Engine {
             ("replay_cards", self.replay_cards.len()),
             ("parent_tools", self.parent_tools.len()),
         ]);
+        sizes.extend(self.agent_replays.footprint());
+        sizes.extend(self.siblings.footprint());
         sizes
     }
 
@@ -404,6 +433,9 @@ impl Engine {
     ) {
         if req.method == "initialize" && self.models_subagents() {
             self.choose_presets(&frame, out);
+        }
+        if req.method == "session/new" && self.models_subagents() {
+            self.agent_replays.session_created(&req.id, &frame);
         }
         match req.method.as_str() {
             "initialize" if self.zed() => self.agent_initialized(frame, out),

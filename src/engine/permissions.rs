@@ -33,11 +33,14 @@ struct Unowned {
 impl Engine {
     /// When [`Engine::handle_timeout`] must next be called, if ever.
     pub fn poll_timeout(&self) -> Option<Millis> {
-        self.held.iter().map(|h| h.deadline).min()
+        let held = self.held.iter().map(|h| h.deadline).min();
+        held.into_iter().chain(self.agent_replays.deadline()).min()
     }
 
     /// Time passed: release what waited too long.
     pub fn handle_timeout(&mut self, now: Millis, out: &mut Vec<Action>) {
+        self.now = now;
+        self.replay_timeouts(now, out);
         let (due, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
             .into_iter()
             .partition(|h| h.deadline <= now);

@@ -18,14 +18,22 @@ impl Engine {
         out: &mut Vec<Action>,
     ) {
         let id = ChildId::derive(&site.parent, &site.spawn_id);
+        let claim = self.detector.spawn(&update);
         match self.reg.get_mut(&id) {
-            Some(existing) => existing.tool_name = tool_name,
+            Some(existing) => {
+                existing.tool_name = tool_name;
+                existing.preset = existing.preset.or(claim.as_ref().map(|s| s.preset));
+            }
             None => {
                 let mut child = Child::new(id.clone(), site, tool_name);
                 child.state = ChildState::Running;
+                child.preset = claim.as_ref().map(|s| s.preset);
                 self.reg.insert(child);
                 self.persist_child(&id, out);
             }
+        }
+        if let Some(key) = claim.and_then(|s| s.sibling_key) {
+            self.siblings.set_key(&id, key);
         }
         self.spawn_event(&id, "tool_call", Some(update), out);
     }
@@ -42,8 +50,21 @@ impl Engine {
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
-        let mut to_record: Vec<Value> = Vec::new();
-        if let Some(t) = str_field(&update, "title").filter(|t| !t.is_empty()) {
+        let preset = child.preset;
+        let mut prompt_entry: Option<Value> = None;
+        // An agent's own title can be the same for every tool (AgentPool's `Calling task`):
+        // then the preset's reading wins, and the card shows it. One that names the task
+        // already (`Agent: Survey text files`) stays.
+        let preset_title = preset
+            .and_then(|p| self.detector.title_of(p, &update))
+            .filter(|t| !t.is_empty())
+            .filter(|t| !str_field(&update, "title").is_some_and(|own| own.contains(t.as_str())));
+        if let Some(t) = preset_title {
+            if update.get("title").is_some() {
+                update["title"] = json!(t);
+            }
+            child.title = t;
+        } else if let Some(t) = str_field(&update, "title").filter(|t| !t.is_empty()) {
             // Claude first titles the card with the tool's name, then with the task.
             if child.title.is_empty() || t != child.tool_name {
                 child.title = t.to_owned();
@@ -58,7 +79,7 @@ impl Engine {
             if let Some(prompt) = self.detector.prompt(&update) {
                 child.prompt = Prompt::Recorded;
                 if !child.replay_known() {
-                    to_record.push(render::user_text(prompt));
+                    prompt_entry = Some(render::user_text(prompt));
                 }
             }
         }
@@ -66,30 +87,51 @@ impl Engine {
             child.run = Run::Background;
         }
         let status = str_field(&update, "status").map(str::to_owned);
-        let mut finished = false;
-        match status.as_deref() {
-            Some("completed" | "failed") if !child.card_is_final() => {
-                let completed = status.as_deref() == Some("completed");
-                if completed
-                    && !child.is_background()
-                    && !child.replay_known()
-                    && !child.entries.last_is_assistant()
-                {
-                    // Agents that do not stream the child's prose still report its answer:
-                    // it closes the child thread.
-                    if let Some(text) = self.detector.result_text(&update) {
-                        to_record.push(render::agent_text(&text));
-                    }
-                }
-                finished = true;
-            }
-            Some("pending" | "in_progress") if child.state == ChildState::Announced => {
-                child.state = ChildState::Running;
-            }
-            _ => {}
+        let finished =
+            matches!(status.as_deref(), Some("completed" | "failed")) && !child.card_is_final();
+        if !finished
+            && matches!(status.as_deref(), Some("pending" | "in_progress"))
+            && child.state == ChildState::Announced
+        {
+            child.state = ChildState::Running;
         }
-        for u in &to_record {
+        if let Some(u) = &prompt_entry {
             self.record_in(cid, u, out);
+        }
+        // The child's work folded into the card (dsh): into the child thread; the card keeps
+        // only the child's answer.
+        let folded = self.spawn_transcript(cid, &mut update, status.as_deref(), out);
+        let mut answer: Option<Value> = None;
+        let mut fetch: Option<String> = None;
+        if finished && status.as_deref() == Some("completed") {
+            let Some(child) = self.reg.get(cid) else {
+                return;
+            };
+            if !child.is_background() && !child.replay_known() {
+                let last_folded = child.fold.as_ref().and_then(|f| f.last_text());
+                // Agents that do not stream the child's prose still report its answer: it
+                // closes the child thread. A folded transcript's last prose is not always
+                // the answer (dsh settles with a block of its own).
+                let text = match (folded, preset) {
+                    (true, Some(p)) => self
+                        .detector
+                        .result_of(p, &update)
+                        .filter(|a| Some(a.as_str()) != last_folded),
+                    _ if !child.entries.last_is_assistant() => self.detector.result_text(&update),
+                    _ => None,
+                };
+                answer = text.map(|t| render::agent_text(&t));
+            }
+            // The agent replays this child itself (OpenCode): its real work is fetched, and the
+            // answer is only what the thread gets if that fails.
+            fetch = self.replay_to_fetch(cid, &update);
+        } else if finished {
+            fetch = self.replay_to_fetch(cid, &update);
+        }
+        match (&fetch, answer) {
+            (Some(_), answer) => self.agent_replays.fallback(cid, answer),
+            (None, Some(u)) => self.record_in(cid, &u, out),
+            (None, None) => {}
         }
         let Some(child) = self.reg.get_mut(cid) else {
             return;
@@ -109,13 +151,25 @@ impl Engine {
                 update["title"] = json!(child.title);
             }
         }
+        // A card update that only carried the folded transcript has nothing left to show.
+        let empty = folded
+            && !finished
+            && kind != "tool_call"
+            && ["status", "title", "content"]
+                .iter()
+                .all(|k| update.get(*k).is_none());
         self.render
             .spawn_update(child, &mut update, kind == "tool_call");
         let parent = child.parent.clone();
-        if finished || !to_record.is_empty() {
+        if finished || prompt_entry.is_some() {
             self.persist_state(cid, out);
         }
-        self.emit(&parent, update, out);
+        if !empty {
+            self.emit(&parent, update, out);
+        }
+        if let Some(agent_child) = fetch {
+            self.fetch_replay(cid, &agent_child, out);
+        }
         if finished {
             self.retire(cid);
         }
