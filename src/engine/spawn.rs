@@ -50,6 +50,13 @@ impl Engine {
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
+        if child.preset.is_none() {
+            // A child restored from the store: its replayed spawn says which preset it is.
+            if let Some(claim) = self.detector.spawn(&update) {
+                child.preset = Some(claim.preset);
+                child.tool_name = claim.tool_name;
+            }
+        }
         let preset = child.preset;
         let mut prompt_entry: Option<Value> = None;
         // An agent's own title can be the same for every tool (AgentPool's `Calling task`):
@@ -101,13 +108,18 @@ impl Engine {
         // The child's work folded into the card (dsh): into the child thread; the card keeps
         // only the child's answer.
         let folded = self.spawn_transcript(cid, &mut update, status.as_deref(), out);
+        // The agent replays this child itself (OpenCode): its real work is fetched, and the
+        // answer is only what the thread gets if that fails. A replayed completion (the parent
+        // reopened) fetches too when the thread lacks the work.
+        let fetch = matches!(status.as_deref(), Some("completed" | "failed"))
+            .then(|| self.replay_to_fetch(cid, &update))
+            .flatten();
         let mut answer: Option<Value> = None;
-        let mut fetch: Option<String> = None;
-        if finished && status.as_deref() == Some("completed") {
+        if status.as_deref() == Some("completed") && (finished || fetch.is_some()) {
             let Some(child) = self.reg.get(cid) else {
                 return;
             };
-            if !child.is_background() && !child.replay_known() {
+            if !child.is_background() && (fetch.is_some() || !child.replay_known()) {
                 let last_folded = child.fold.as_ref().and_then(|f| f.last_text());
                 // Agents that do not stream the child's prose still report its answer: it
                 // closes the child thread. A folded transcript's last prose is not always
@@ -122,11 +134,6 @@ impl Engine {
                 };
                 answer = text.map(|t| render::agent_text(&t));
             }
-            // The agent replays this child itself (OpenCode): its real work is fetched, and the
-            // answer is only what the thread gets if that fails.
-            fetch = self.replay_to_fetch(cid, &update);
-        } else if finished {
-            fetch = self.replay_to_fetch(cid, &update);
         }
         match (&fetch, answer) {
             (Some(_), answer) => self.agent_replays.fallback(cid, answer),

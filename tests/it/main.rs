@@ -38,5 +38,6 @@ mod store_restart;
 mod zed_faults;
 mod zed_golden;
 mod zed_limits;
+mod zed_opencode;
 mod zed_reader;
 mod zed_scenarios;
