@@ -76,34 +76,38 @@ impl Engine {
 
     /// A spawn card that carries the child's folded transcript (`transcript.on = "spawn"`):
     /// what changed goes into the child thread, and the card keeps only the child's answer
-    /// (or, failed without one, how the child ended). Returns whether the card carries one.
+    /// (or, failed without one, how the child ended). `None` when the card carries none;
+    /// else the answer it gave, if any.
     pub(super) fn spawn_transcript(
         &mut self,
         cid: &ChildId,
         update: &mut Value,
         status: Option<&str>,
         out: &mut Vec<Action>,
-    ) -> bool {
-        let Some(pid) = self.reg.get(cid).and_then(|c| c.preset) else {
-            return false;
-        };
+    ) -> Option<Option<String>> {
+        let pid = self.reg.get(cid).and_then(|c| c.preset)?;
         let detector = self.detector.clone();
         if detector.transcript_on(pid) != Some(TranscriptOn::Spawn) {
-            return false;
+            return None;
         }
+        let answer = detector.result_of(pid, update);
         let Some((grammar, text)) = detector.transcript_text_of(pid, update) else {
-            return true;
+            return Some(answer);
         };
+        if !grammar.is_transcript(&text) {
+            // Not the transcript (a reopened parent's settled card holds only the answer).
+            return None;
+        }
         let Some(child) = self.reg.get_mut(cid) else {
-            return true;
+            return Some(answer);
         };
         let base = format!("{}-fold", child.spawn_id);
         let fold = child.fold.get_or_insert_with(|| Box::new(Fold::new(&base)));
         let updates = fold.replaced(grammar, &text, false);
         let end = fold.end_line();
         drop(text);
-        let shown = match detector.result_of(pid, update) {
-            Some(answer) => Some(answer),
+        let shown = match &answer {
+            Some(answer) => Some(answer.clone()),
             None if status == Some("failed") => end,
             None => None,
         };
@@ -119,6 +123,6 @@ impl Engine {
             }
         }
         self.record_folded(cid, updates, out);
-        true
+        Some(answer)
     }
 }

@@ -65,7 +65,15 @@ impl Engine {
         let preset_title = preset
             .and_then(|p| self.detector.title_of(p, &update))
             .filter(|t| !t.is_empty())
-            .filter(|t| !str_field(&update, "title").is_some_and(|own| own.contains(t.as_str())));
+            .filter(|t| !str_field(&update, "title").is_some_and(|own| own.contains(t.as_str())))
+            // A replay of a child the store kept: the title it had (dsh replays no label).
+            .map(|t| {
+                if child.replay_known() && !child.title.is_empty() {
+                    child.title.clone()
+                } else {
+                    t
+                }
+            });
         if let Some(t) = preset_title {
             if update.get("title").is_some() {
                 update["title"] = json!(t);
@@ -124,13 +132,17 @@ impl Engine {
                 // Agents that do not stream the child's prose still report its answer: it
                 // closes the child thread. A folded transcript's last prose is not always
                 // the answer (dsh settles with a block of its own).
-                let text = match (folded, preset) {
-                    (true, Some(p)) => self
-                        .detector
-                        .result_of(p, &update)
-                        .filter(|a| Some(a.as_str()) != last_folded),
-                    _ if !child.entries.last_is_assistant() => self.detector.result_text(&update),
-                    _ => None,
+                let after_prose = child.entries.last_is_assistant();
+                let text = match &folded {
+                    // After the child's own last words it would run on in the same message.
+                    Some(answer) => answer
+                        .clone()
+                        .filter(|a| Some(a.as_str()) != last_folded)
+                        .map(|a| if after_prose { format!("\n\n{a}") } else { a }),
+                    None if !child.entries.last_is_assistant() => {
+                        self.detector.result_text(&update)
+                    }
+                    None => None,
                 };
                 answer = text.map(|t| render::agent_text(&t));
             }
@@ -159,7 +171,7 @@ impl Engine {
             }
         }
         // A card update that only carried the folded transcript has nothing left to show.
-        let empty = folded
+        let empty = folded.is_some()
             && !finished
             && kind != "tool_call"
             && ["status", "title", "content"]
@@ -168,6 +180,10 @@ impl Engine {
         self.render
             .spawn_update(child, &mut update, kind == "tool_call");
         let parent = child.parent.clone();
+        if finished {
+            // The title it ended with, for a reopen whose replay lacks it.
+            self.persist_child(cid, out);
+        }
         if finished || prompt_entry.is_some() {
             self.persist_state(cid, out);
         }

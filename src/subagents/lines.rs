@@ -130,6 +130,22 @@ impl Grammar {
         out.extend(self.lines.iter().map(|l| &l.re));
     }
 
+    /// Whether a text is a transcript of this grammar: with a `header` line in the grammar,
+    /// only a text whose first line is one (a settled card replayed with only the answer
+    /// is not).
+    pub fn is_transcript(&self, text: &str) -> bool {
+        let mut headers = self
+            .lines
+            .iter()
+            .filter(|l| l.kind == LineKind::Header)
+            .peekable();
+        if headers.peek().is_none() {
+            return true;
+        }
+        let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        headers.any(|l| l.re.regex().is_some_and(|re| re.is_match(first)))
+    }
+
     /// Take a transcript text apart.
     pub fn parse(&self, text: &str) -> Transcript {
         let mut t = Transcript::default();
@@ -444,6 +460,8 @@ mod tests {
             ]
         );
         assert_eq!(t.omitted, 3);
+        assert!(g.is_transcript("Subagent `spawn` · session `c`\n- ▸ Grep"));
+        assert!(!g.is_transcript("Auth is handled in src/auth.rs."));
         let got: Vec<(EntryKind, usize, &str, Option<EntryStatus>)> = t
             .entries
             .iter()

@@ -35,6 +35,8 @@ mod standalone;
 mod store_cli;
 mod store_processes;
 mod store_restart;
+mod zed_agentpool;
+mod zed_dsh;
 mod zed_faults;
 mod zed_golden;
 mod zed_limits;

@@ -172,7 +172,9 @@ fn real_runs_show_each_childs_replayed_work_in_its_card() {
 }
 
 /// The one-subagent capture up to (and including) the spawn's completion, and the rest.
-fn capture_split() -> (Vec<(String, Value)>, Vec<(String, Value)>) {
+type Records = Vec<(String, Value)>;
+
+fn capture_split() -> (Records, Records) {
     let records = fixture("agents/opencode-1.18.33-one-subagent.jsonl");
     let at = records
         .iter()
@@ -185,7 +187,7 @@ fn capture_split() -> (Vec<(String, Value)>, Vec<(String, Value)>) {
 }
 
 /// The agent's replay of that child (the child-load capture), answering request `id`.
-fn replay_answering(id: &str) -> Vec<(String, Value)> {
+fn replay_answering(id: &str) -> Records {
     fixture("agents/opencode-1.18.33-child-load.jsonl")
         .into_iter()
         .skip_while(|(d, m)| !(d == "out" && m["method"] == "session/load"))
