@@ -85,7 +85,11 @@ impl Engine {
         status: Option<&str>,
         out: &mut Vec<Action>,
     ) -> Option<Option<String>> {
-        let pid = self.reg.get(cid).and_then(|c| c.preset)?;
+        let pid = self
+            .reg
+            .get(cid)
+            .filter(|c| !c.passes_through())
+            .and_then(|c| c.preset)?;
         let detector = self.detector.clone();
         if detector.transcript_on(pid) != Some(TranscriptOn::Spawn) {
             return None;

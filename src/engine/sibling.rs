@@ -19,6 +19,7 @@ use crate::subagents::fold::Fold;
 use crate::subagents::ids::ChildId;
 use crate::subagents::pair::{Pair, PairMap, PairRef};
 use crate::subagents::spec::{SiblingContent, TranscriptOn};
+use crate::wire::write;
 
 /// Boxes remembered, at most (those routed to the parent are dropped past it).
 const MAX_BOXES: usize = 4096;
@@ -29,6 +30,8 @@ struct BoxRoute {
     owner: Option<ChildId>,
     /// Between its `tool_call` and its final status.
     open: bool,
+    /// The parent was shown it (its child went over a limit).
+    shown: bool,
 }
 
 /// Open spawns' sibling keys and where each box went.
@@ -50,6 +53,13 @@ impl Siblings {
         self.keys.remove(child);
         self.boxes
             .retain(|_, b| b.owner.as_ref().is_none_or(|o| o.as_str() != child));
+    }
+
+    /// The parent is shown this box: whether it is the first time.
+    fn first_shown(&mut self, sid: &str, box_id: &str) -> bool {
+        self.boxes
+            .get_mut(&PairRef(sid, box_id))
+            .is_some_and(|b| !std::mem::replace(&mut b.shown, true))
     }
 
     pub(super) fn footprint(&self) -> [(&'static str, usize); 2] {
@@ -110,6 +120,7 @@ impl Engine {
                     BoxRoute {
                         owner: owner.clone(),
                         open: true,
+                        shown: false,
                     },
                 );
                 owner
@@ -123,6 +134,17 @@ impl Engine {
         let Some(cid) = owner else {
             return false;
         };
+        if self.reg.get(&cid).is_some_and(|c| c.passes_through()) {
+            // Over a limit: the child's work reaches the parent as the agent sent it, the box
+            // announced as a tool call the first time the parent sees it.
+            if !self.siblings.first_shown(sid, box_id) || opens {
+                return false;
+            }
+            let mut update = update;
+            update["sessionUpdate"] = Value::from("tool_call");
+            out.push(Action::ToClient(write::session_update(sid, &update)));
+            return true;
+        }
         let Some((grammar, text)) = detector.transcript_text_of(call.preset, &update) else {
             // Only a status: nothing for the thread, and nothing the parent should see.
             return true;

@@ -465,3 +465,49 @@ fn a_reopened_parent_has_no_cards_the_store_still_holds_the_child() {
         }
     }
 }
+
+#[test]
+fn a_box_over_the_transcript_limit_goes_to_the_parent_whole() {
+    let mut cfg = zed_config();
+    cfg.limits.max_transcript_bytes = 600;
+    let mut h = Harness::new(cfg);
+    let id = h.request(
+        "initialize",
+        json!({"protocolVersion": 1, "clientInfo": {"name": "zed"}}),
+    );
+    h.agent(
+        json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": 1,
+        "agentCapabilities": {"loadSession": true}, "agentInfo": {"name": "agentpool"}}}),
+    );
+    let id = h.request("session/new", json!({"cwd": "/p", "mcpServers": []}));
+    h.agent(json!({"jsonrpc": "2.0", "id": id, "result": {"sessionId": S}}));
+    h.update(S, task("t1", "helper"));
+    h.update(S, box_open("helper"));
+    let mut text = String::new();
+    for n in 0..20 {
+        text.push_str(&format!("word{n} "));
+        h.update(S, box_text("helper", &text));
+    }
+    h.update(S, box_done("helper"));
+    h.update(S, task_done("t1"));
+    assert!(
+        h.notes.iter().any(|n| n.contains("max_transcript_bytes")),
+        "{:?}",
+        h.notes
+    );
+    let parent = &h.zed.threads[S];
+    let shown = parent
+        .card("subagent:helper:1")
+        .cloned()
+        .expect("the box, shown in the parent");
+    assert_eq!(
+        (shown.status.as_str(), shown.text.as_str()),
+        ("completed", text.as_str())
+    );
+    assert!(
+        h.zed.orphan_tool_updates.is_empty(),
+        "{:?}",
+        h.zed.orphan_tool_updates
+    );
+    assert_eq!(parent.cards().len(), 1);
+}
