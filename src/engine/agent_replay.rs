@@ -37,6 +37,8 @@ const MAX_IN_FLIGHT: usize = 4;
 const FETCH_TIMEOUT_MS: Millis = 30_000;
 /// Agent session ids remembered, at most (the oldest mappings are dropped past it).
 const MAX_KNOWN: usize = 4096;
+/// Fetches given up on whose late answers are still recognised.
+const MAX_ABANDONED: usize = 64;
 /// Sessions whose working directory is remembered.
 const MAX_CWDS: usize = 32;
 /// The proxy's own request ids start with this (the client's, pending, are skipped).
@@ -95,6 +97,8 @@ pub(super) struct AgentReplays {
     new_sessions: HashMap<String, String>,
     /// Agent sessions whose late events were already reported.
     reported: hashbrown::HashSet<String>,
+    /// Ids of fetches given up on (timed out): their late answers are still the proxy's.
+    abandoned: VecDeque<String>,
     next_id: u64,
 }
 
@@ -140,9 +144,10 @@ impl AgentReplays {
         false
     }
 
-    /// Whether this response id is one of the proxy's fetches.
+    /// Whether this response id is one of the proxy's fetches (under way, or given up on).
     pub(super) fn owns(&self, id: &RawValue) -> bool {
-        !self.in_flight.is_empty() && self.in_flight.contains_key(id.get())
+        (!self.in_flight.is_empty() && self.in_flight.contains_key(id.get()))
+            || (!self.abandoned.is_empty() && self.abandoned.iter().any(|a| a == id.get()))
     }
 
     /// Whether the child's replay is asked for and not done yet.
@@ -354,7 +359,11 @@ impl Engine {
         let Some(f) = fetch else {
             // The agent keeps a loaded child in its ACP layer: it could run again under that
             // id. Its spawn (a new one) is where its work shows; these are left out.
-            if self.agent_replays.reported.insert(agent_session.to_owned()) {
+            let reported = &mut self.agent_replays.reported;
+            if reported.len() >= MAX_KNOWN {
+                reported.clear();
+            }
+            if reported.insert(agent_session.to_owned()) {
                 let msg = format!(
                     "`{kind}` of agent session {agent_session} (replayed for subagent {cid}) after its replay: not shown"
                 );
@@ -382,6 +391,8 @@ impl Engine {
     /// The agent answered one of the proxy's fetches.
     pub(super) fn replay_answered(&mut self, id: &RawValue, frame: &Bytes, out: &mut Vec<Action>) {
         let Some(fetch) = self.agent_replays.in_flight.remove(id.get()) else {
+            // The late answer of a fetch given up on: nobody else asked for it.
+            self.agent_replays.abandoned.retain(|a| a != id.get());
             return;
         };
         let error = wire::parse_value(frame).and_then(|v| {
@@ -429,6 +440,11 @@ impl Engine {
             let Some(f) = self.agent_replays.in_flight.remove(&key) else {
                 continue;
             };
+            let abandoned = &mut self.agent_replays.abandoned;
+            if abandoned.len() >= MAX_ABANDONED {
+                abandoned.pop_front();
+            }
+            abandoned.push_back(key);
             let msg = format!(
                 "subagent {}: the agent did not replay session {} within {} s; its thread holds what the spawn said",
                 f.child,

@@ -285,6 +285,8 @@ fn when_the_replay_comes_and_when_it_does_not() {
                 let l = h.load_child(&child);
                 assert!(h.response(l).is_none());
                 h.advance(30_000);
+                // The answer after all, too late: still the proxy's, not the client's.
+                play(&mut h, &replay_answering(&id));
                 load = Some(l);
             }
             Answer::AgentGone => {
