@@ -89,8 +89,47 @@ late = b"\x01" + b"".join([
 ])
 raw = b"\x00" + op(22) + b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"t0","title":"Task","_meta":{"claudeCode":{"toolName":"Agent"}}}}}\n' \
     + op(23) + b'\x00\xff garbage {\n' + op(24) + b'{"sessionUpdate":"subagent_update"}\n'
+# Hostile agents. KIDS = k1, k2, s1, s2, k3, s_new; SESSIONS = s1, s2, k1; a pick byte
+# chooses modulo the list's length.
+KID_K1, KID_K2, KID_S1, KID_S2, KID_K3, KID_NEW = range(6)
+RUNNING, IDLE = 0, 1
+hostile_ids = b"\x00" + b"".join([
+    op(26, S1, 0, 0, KID_K1, RUNNING),           # k1 on s1
+    op(26, S2, 0, 0, KID_K1, IDLE),              # k1 again, on s2 (one id, two parents)
+    op(26, S1, 0, 0, KID_S1, RUNNING),           # s1 as its own child
+    op(26, S1, 0, 0, KID_S2, RUNNING),           # s2, a top-level session, as s1's child
+    op(4, S1), op(4, S2), op(4, K1),             # each session's own words
+    op(26 | TAG, S1, 0, 0, KID_K2, KID_K1, RUNNING),   # k2 inside k1
+    op(26 | TAG, S1, 0, 0, KID_K1, KID_K2, IDLE),      # k1 inside k2: a cycle
+    op(26 | TAG, S1, 0, 0, KID_K2, KID_K2, IDLE),      # k2 inside itself
+    op(4, K1),
+])
+hostile_deep = b"\x00" + b"".join([
+    op(27, S1, T0, 0, 63),                       # 1008 standard levels
+    op(29, S1, T1, 0, 63),                       # 1008 legacy levels
+    op(4, S1),
+])
+hostile_cards = b"\x00" + b"".join([
+    op(0, S1, T0), op(1, S1, T0),                # a real spawn (child id 0 of the list)
+    op(28 | BIT6, S1, T1, 0, 0),                 # a card on a plain tool call naming its own session
+    op(28 | BIT6, S1, T2, 0, 1, 1),              # naming s2
+    op(28 | BIT6, S1, T3, 0, 2, 0),              # naming the proxy's child of t0
+    op(28, S1, T3, 0, 1, 0),                     # a spawn-shaped card naming s1
+    op(28, S1, C0, 0, 3),                        # naming a child another link may own
+    op(28 | TAG, S1, C0, 0, 3),                  # its update
+    op(28, S1, C1, 0, 3),                        # ... and another card for the same id
+    op(13 | BIT6, S1, 0, 0, 0, 4),               # load a child id never given
+])
+early = b"\x00" + b"".join([
+    op(30, S1, 0, 0, 9, 0, KID_NEW),             # session/new 9, terminal/create for s_new
+    op(30, S1, 0, 0, 10, 2, KID_S1),             # another, permission for s1 (known)
+    op(31, S1, 0, 0, 9),                         # answered: s_new
+    op(30, S1, 0, 0, 11, 1, KID_NEW),            # fs read for s_new, known now
+])
 for name, data in [("legacy-subagents", legacy), ("standard-subagents", standard),
-                   ("late-and-odd", late), ("raw-lines", raw)]:
+                   ("late-and-odd", late), ("raw-lines", raw),
+                   ("hostile-ids-and-cycles", hostile_ids), ("hostile-deep-nesting", hostile_deep),
+                   ("hostile-cards", hostile_cards), ("requests-before-session-new", early)]:
     put("engine", name, data)
 
 words = ["sessionUpdate", "tool_call", "tool_call_update", "agent_message_chunk", "user_message_chunk",
@@ -102,7 +141,8 @@ words = ["sessionUpdate", "tool_call", "tool_call_update", "agent_message_chunk"
          "capabilities", "cancel", "subagent_session_info", "parentToolCallId", "jsonrpc", "2.0",
          "method", "params", "id", "result", "error", "session/update", "session/request_permission",
          "session/load", "session/prompt", "session/cancel", "toolCall", "content", "text",
-         "toolResponse", "isAsync", "s1", "k1", "t0"]
+         "toolResponse", "isAsync", "s1", "k1", "t0", "s2", "k2", "s_new", "tool_name",
+         "session_id", "message_start_index", "terminal/create", "fs/read_text_file", "session/new"]
 with open(os.path.join(here, "engine.dict"), "w") as f:
     for w in words:
         f.write('"\\"%s\\""\n' % w)

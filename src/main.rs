@@ -342,6 +342,7 @@ fn bench_writer(
         agent: "bench-writer".to_owned(),
         cwd: None,
         title: None,
+        tool_name: None,
         state: acp_proxy::store::ChildState::Running,
     });
     let mut stdout = std::io::stdout().lock();

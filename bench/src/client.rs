@@ -96,6 +96,10 @@ pub(crate) struct Outcome {
     pub relay_cpu_s: Option<f64>,
     /// Ping-pong round trips in nanoseconds, sorted.
     pub rtts: Vec<u64>,
+    /// Stream mode: lines the client received before the prompt's response.
+    pub received_frames: u64,
+    /// Bytes the relay's store takes on disk once the run is over (a file store only).
+    pub store_bytes: Option<u64>,
 }
 
 struct Topology {
@@ -105,9 +109,16 @@ struct Topology {
     to_relay: ChildStdin,
     from_relay: ChildStdout,
     stderr_file: Option<PathBuf>,
+    /// The relay's store file, if it keeps one on disk.
+    store: Option<PathBuf>,
 }
 
-fn spawn(env: &Env, relay: Relay, agent_args: &[String]) -> anyhow::Result<Topology> {
+fn spawn(
+    env: &Env,
+    relay: Relay,
+    agent_args: &[String],
+    presets: Option<&[&str]>,
+) -> anyhow::Result<Topology> {
     // Every process of a run shares one process group (led by the first), so the watchdog
     // can stop all of them, including whatever a relay under test started.
     let agent_cmd = || {
@@ -135,6 +146,7 @@ fn spawn(env: &Env, relay: Relay, agent_args: &[String]) -> anyhow::Result<Topol
                 to_relay,
                 from_relay,
                 stderr_file: None,
+                store: None,
             })
         }
         Relay::Cat => {
@@ -165,6 +177,7 @@ fn spawn(env: &Env, relay: Relay, agent_args: &[String]) -> anyhow::Result<Topol
                 to_relay,
                 from_relay,
                 stderr_file: None,
+                store: None,
             })
         }
         Relay::Off | Relay::Zed | Relay::BaseOff | Relay::BaseZed => {
@@ -191,12 +204,16 @@ fn spawn(env: &Env, relay: Relay, agent_args: &[String]) -> anyhow::Result<Topol
             } else {
                 serde_json::to_string(&store.to_string_lossy())?
             };
-            std::fs::write(
-                &cfg,
-                format!(
-                    "display = \"{display}\"\nlog_level = \"warn\"\n\n[store]\npath = {store_path}\n"
-                ),
-            )?;
+            let mut text = format!(
+                "display = \"{display}\"\nlog_level = \"warn\"\n\n[store]\npath = {store_path}\n"
+            );
+            if let Some(names) = presets {
+                text.push_str(&format!(
+                    "\n[subagents]\npresets = {}\n",
+                    serde_json::to_string(names)?
+                ));
+            }
+            std::fs::write(&cfg, text)?;
             let err_path = env.workdir.join(format!("{slug}.stderr"));
             let err = File::create(&err_path)?;
             let mut proxy = Command::new(exe)
@@ -219,6 +236,7 @@ fn spawn(env: &Env, relay: Relay, agent_args: &[String]) -> anyhow::Result<Topol
                 to_relay,
                 from_relay,
                 stderr_file: Some(err_path),
+                store: (!env.store_in_memory).then_some(store),
             })
         }
     }
@@ -380,7 +398,11 @@ pub(crate) fn run(
         ],
     };
     let _ = std::fs::remove_file(&report);
-    let topo = spawn(env, relay, &agent_args)?;
+    let presets = match &work {
+        Work::Stream(s) => s.profile.presets(),
+        Work::Pings(_) => None,
+    };
+    let topo = spawn(env, relay, &agent_args, presets)?;
     let group = topo.children.first().map(Child::id).unwrap_or(0) as i32;
     // Watchdog: a relay that stalls must not hang the bench.
     let (done_tx, done_rx) = mpsc::channel::<()>();
@@ -441,6 +463,10 @@ fn drive(
     for mut c in topo.children {
         statuses.push(c.wait());
     }
+    let outcome = outcome.map(|mut o| {
+        o.store_bytes = topo.store.as_deref().map(store_size);
+        o
+    });
     let outcome = outcome.map_err(|e| match &topo.stderr_file {
         Some(p) => {
             let tail = std::fs::read_to_string(p).unwrap_or_default();
@@ -492,6 +518,7 @@ fn receive_stream<R: Read>(
             )
         };
         let line = lines.get(r);
+        out.received_frames += 1;
         if pos < exp.len() {
             // Look ahead over frames the relay may change or divert (never over one it must
             // keep) for the one that arrived.
@@ -553,6 +580,31 @@ fn receive_stream<R: Read>(
         maybe_answer(line, to, &mut scratch)?;
         out.extra_frames += 1;
     }
+}
+
+/// Bytes on disk of a store: its database, WAL and transcript files.
+fn store_size(db: &Path) -> u64 {
+    fn size(p: &Path) -> u64 {
+        match std::fs::symlink_metadata(p) {
+            Ok(m) if m.is_dir() => std::fs::read_dir(p)
+                .map(|d| d.flatten().map(|e| size(&e.path())).sum())
+                .unwrap_or(0),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        }
+    }
+    let (Some(dir), Some(name)) = (db.parent(), db.file_name()) else {
+        return 0;
+    };
+    let name = name.to_string_lossy();
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(name.as_ref()))
+                .map(|e| size(&e.path()))
+                .sum()
+        })
+        .unwrap_or(0)
 }
 
 fn receive_pings<R: Read>(

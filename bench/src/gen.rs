@@ -33,7 +33,17 @@ pub(crate) enum Profile {
     Subagents,
     /// A long session of many short subagents, one after the other (memory profile).
     Churn { subagents: u64 },
+    /// Progress floods beside parent traffic: pi-like children whose spinner updates their
+    /// spawn card every 80 ms, and AgentPool-like children whose box re-sends the whole
+    /// transcript so far on every update. Frames are [`FLOOD_TICK_MS`] apart in the agent's
+    /// time (the engine-only run feeds that clock; a relay run sends them as fast as it can).
+    Flood,
 }
+
+/// Time between two frames of the flood profile, in the agent's clock.
+pub(crate) const FLOOD_TICK_MS: u64 = 10;
+/// pi's spinner period.
+const SPINNER_MS: u64 = 80;
 
 impl Profile {
     pub(crate) fn name(&self) -> String {
@@ -41,6 +51,16 @@ impl Profile {
             Profile::Mix => "mix".into(),
             Profile::Subagents => "subagents".into(),
             Profile::Churn { subagents } => format!("churn{subagents}"),
+            Profile::Flood => "flood".into(),
+        }
+    }
+
+    /// The presets a relay is given for this traffic (`None`: chosen from the bench agent's
+    /// `initialize`, the fallback set).
+    pub(crate) fn presets(&self) -> Option<&'static [&'static str]> {
+        match self {
+            Profile::Flood => Some(&["pi", "agentpool"]),
+            _ => None,
         }
     }
 
@@ -48,9 +68,10 @@ impl Profile {
         match s {
             "mix" => Ok(Profile::Mix),
             "subagents" => Ok(Profile::Subagents),
+            "flood" => Ok(Profile::Flood),
             _ => match s.strip_prefix("churn").map(str::parse::<u64>) {
                 Some(Ok(n)) if n > 0 => Ok(Profile::Churn { subagents: n }),
-                _ => anyhow::bail!("unknown traffic profile `{s}` (mix, subagents, churnN)"),
+                _ => anyhow::bail!("unknown traffic profile `{s}` (mix, subagents, flood, churnN)"),
             },
         }
     }
@@ -107,6 +128,7 @@ impl Summary {
 pub(crate) struct Stream {
     pub path: PathBuf,
     pub summary: Summary,
+    pub profile: Profile,
 }
 
 pub(crate) fn class_path(stream: &Path) -> PathBuf {
@@ -143,7 +165,11 @@ pub(crate) fn ensure(
     if let Ok(summary) = read_summary(&path) {
         let len = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
         if len(&path) == summary.bytes && len(&class_path(&path)) == summary.frames {
-            return Ok(Stream { path, summary });
+            return Ok(Stream {
+                path,
+                summary,
+                profile,
+            });
         }
     }
     let _ = std::fs::remove_file(meta_path(&path));
@@ -167,7 +193,11 @@ pub(crate) fn ensure(
     let meta_tmp = path.with_extension(format!("meta.{unique}"));
     std::fs::write(&meta_tmp, summary.to_text())?;
     std::fs::rename(&meta_tmp, meta_path(&path))?;
-    Ok(Stream { path, summary })
+    Ok(Stream {
+        path,
+        summary,
+        profile,
+    })
 }
 
 /// splitmix64: small, fast, and the same everywhere.
@@ -245,6 +275,23 @@ pub(crate) struct Generator<W: Write, C: Write> {
     active: Vec<(u64, u64)>,
 }
 
+/// A pi-like child of the flood profile: its spinner is due at `due` (agent time, ms).
+struct PiChild {
+    id: u64,
+    due: u64,
+    left: u64,
+    tool_uses: u64,
+}
+
+/// An AgentPool-like child of the flood profile: its box holds the transcript so far
+/// (JSON-escaped), re-sent whole on every update.
+struct PoolChild {
+    id: u64,
+    name: String,
+    transcript: String,
+    left: u64,
+}
+
 impl<W: Write, C: Write> Generator<W, C> {
     pub(crate) fn new(seed: u64, out: W, class: C) -> Self {
         Generator {
@@ -286,6 +333,7 @@ impl<W: Write, C: Write> Generator<W, C> {
                     self.end_spawn(id)?;
                 }
             }
+            Profile::Flood => self.flood(bytes)?,
             Profile::Churn { subagents } => {
                 for _ in 0..subagents {
                     let id = self.spawn()?;
@@ -684,6 +732,228 @@ impl<W: Write, C: Write> Generator<W, C> {
         }
     }
 
+    /// Flood profile: one frame per tick; a due spinner first, else a box update (now and
+    /// then), else a parent frame. 2–6 pi-like and 1–2 AgentPool-like children run at once.
+    fn flood(&mut self, bytes: u64) -> anyhow::Result<()> {
+        let mut pis: Vec<PiChild> = Vec::new();
+        let mut pools: Vec<PoolChild> = Vec::new();
+        let mut now = 0u64;
+        while self.summary.bytes < bytes {
+            now += FLOOD_TICK_MS;
+            let want = 2 + (self.rng.next() % 5) as usize;
+            if pis.len() < want && (pis.is_empty() || self.rng.pct(2)) {
+                let id = self.pi_spawn()?;
+                let left = self.rng.range(10, 400);
+                pis.push(PiChild {
+                    id,
+                    due: now + SPINNER_MS,
+                    left,
+                    tool_uses: 0,
+                });
+                continue;
+            }
+            if pools.is_empty() || (pools.len() < 2 && self.rng.pct(1)) {
+                let child = self.pool_spawn()?;
+                pools.push(child);
+                continue;
+            }
+            if let Some(i) = (0..pis.len()).min_by_key(|&i| pis[i].due) {
+                if pis[i].due <= now {
+                    let c = &mut pis[i];
+                    c.due += SPINNER_MS;
+                    c.left -= 1;
+                    if self.rng.pct(10) {
+                        c.tool_uses += 1;
+                    }
+                    let (id, uses, left) = (c.id, c.tool_uses, c.left);
+                    if left == 0 {
+                        pis.swap_remove(i);
+                        self.pi_end(id, uses)?;
+                    } else {
+                        self.pi_spinner(id, uses)?;
+                    }
+                    continue;
+                }
+            }
+            if self.rng.pct(20) {
+                let i = (self.rng.next() % pools.len() as u64) as usize;
+                pools[i].left -= 1;
+                if pools[i].left == 0 {
+                    let c = pools.swap_remove(i);
+                    self.pool_end(&c)?;
+                } else {
+                    self.pool_update(&mut pools[i])?;
+                }
+                continue;
+            }
+            self.parent_frame()?;
+        }
+        for c in pis {
+            self.pi_end(c.id, c.tool_uses)?;
+        }
+        for c in pools {
+            self.pool_end(&c)?;
+        }
+        Ok(())
+    }
+
+    fn push_pi_id(&mut self, id: u64) {
+        self.push("\"call_pi_");
+        self.push_num(id);
+        self.push("\"");
+    }
+
+    /// pi's spawn: the bare tool name as title, the task input (no `_meta`).
+    fn pi_spawn(&mut self) -> anyhow::Result<u64> {
+        let id = self.tool_id();
+        self.begin_update();
+        self.push("\"sessionUpdate\":\"tool_call\",\"toolCallId\":");
+        self.push_pi_id(id);
+        self.push(",\"title\":\"Agent\",\"kind\":\"other\",\"status\":\"pending\",\"rawInput\":{\"prompt\":\"");
+        let n = self.rng.range(40, 400) as usize;
+        self.prose(n);
+        self.push("\",\"description\":\"Survey part ");
+        self.push_num(id);
+        self.push("\",\"subagent_type\":\"general-purpose\"}");
+        self.end_update();
+        self.summary.subagents += 1;
+        self.emit(CLASS_SPAWN)?;
+        Ok(id)
+    }
+
+    /// One spinner update of a pi child (as pi-acp 0.0.34 sends it every 80 ms).
+    fn pi_spinner(&mut self, id: u64, uses: u64) -> anyhow::Result<()> {
+        const ACTIVITY: &[&str] = &[
+            "thinking…",
+            "reading…",
+            "Listing the folder",
+            "running bash…",
+        ];
+        let activity = ACTIVITY[(self.rng.next() % ACTIVITY.len() as u64) as usize];
+        self.begin_update();
+        self.push("\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":");
+        self.push_pi_id(id);
+        self.push(",\"status\":\"in_progress\",\"content\":[{\"type\":\"content\",\"content\":{\"type\":\"text\",\"text\":\"");
+        self.push_num(uses);
+        self.push(" tool uses...\"}}],\"rawOutput\":{\"content\":[{\"type\":\"text\",\"text\":\"");
+        self.push_num(uses);
+        self.push(" tool uses...\"}],\"details\":{\"displayName\":\"Agent\",\"description\":\"Survey part ");
+        self.push_num(id);
+        self.push("\",\"subagentType\":\"general-purpose\",\"tags\":[\"twin\"],\"toolUses\":");
+        self.push_num(uses);
+        self.push(",\"tokens\":\"\",\"turnCount\":1,\"durationMs\":");
+        let ms = self.rng.range(50, 90_000);
+        self.push_num(ms);
+        self.push(",\"status\":\"running\",\"activity\":\"");
+        self.push(activity);
+        self.push("\",\"spinnerFrame\":");
+        let f = self.rng.range(0, 9);
+        self.push_num(f);
+        self.push("}}");
+        self.end_update();
+        self.emit(CLASS_SPAWN)
+    }
+
+    fn pi_end(&mut self, id: u64, uses: u64) -> anyhow::Result<()> {
+        self.begin_update();
+        self.push("\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":");
+        self.push_pi_id(id);
+        self.push(",\"status\":\"completed\",\"content\":[{\"type\":\"content\",\"content\":{\"type\":\"text\",\"text\":\"Agent completed in 4.2s (");
+        self.push_num(uses);
+        self.push(" tool uses, 360 token).\\n\\n");
+        let n = self.rng.range(40, 600) as usize;
+        self.prose(n);
+        self.push("\"}}],\"rawOutput\":{\"details\":{\"displayName\":\"Agent\",\"description\":\"Survey part ");
+        self.push_num(id);
+        self.push("\",\"subagentType\":\"general-purpose\",\"status\":\"completed\"}}");
+        self.end_update();
+        self.emit(CLASS_SPAWN)
+    }
+
+    fn push_box_id(&mut self, name: &str) {
+        self.push("\"subagent:");
+        self.push(name);
+        self.push(":1\"");
+    }
+
+    /// AgentPool's `task` spawn and the box that will carry its child's transcript.
+    fn pool_spawn(&mut self) -> anyhow::Result<PoolChild> {
+        let id = self.tool_id();
+        let name = format!("helper{id}");
+        self.begin_update();
+        self.push(
+            "\"sessionUpdate\":\"tool_call\",\"kind\":\"other\",\"rawInput\":{\"agent_or_team\":\"",
+        );
+        self.push(&name);
+        self.push("\",\"prompt\":\"");
+        let n = self.rng.range(40, 300) as usize;
+        self.prose(n);
+        self.push("\",\"description\":\"Read part ");
+        self.push_num(id);
+        self.push(
+            "\"},\"status\":\"pending\",\"title\":\"Calling task\",\"toolCallId\":\"call_task_",
+        );
+        self.push_num(id);
+        self.push("\"");
+        self.end_update();
+        self.emit(CLASS_SPAWN)?;
+        self.begin_update();
+        self.push("\"sessionUpdate\":\"tool_call\",\"kind\":\"other\",\"rawInput\":{},\"status\":\"pending\",\"title\":\"🤖 ");
+        self.push(&name);
+        self.push("\",\"toolCallId\":");
+        self.push_box_id(&name);
+        self.end_update();
+        self.emit(CLASS_SPAWN)?;
+        self.summary.subagents += 1;
+        Ok(PoolChild {
+            id,
+            name,
+            transcript: String::new(),
+            left: self.rng.range(20, 200),
+        })
+    }
+
+    /// The box grows by a piece of prose or a tool line, and is re-sent whole.
+    fn pool_update(&mut self, c: &mut PoolChild) -> anyhow::Result<()> {
+        let start = self.line.len();
+        match self.rng.next() % 6 {
+            0 => self.push("\\n🔧 Using tool: read\\n"),
+            1 => self.push("\\n✅ read: hello from a\\n"),
+            _ => {
+                let n = self.rng.range(20, 160) as usize;
+                self.prose(n);
+            }
+        }
+        let piece = String::from_utf8_lossy(&self.line[start..]).into_owned();
+        self.line.truncate(start);
+        c.transcript.push_str(&piece);
+        self.begin_update();
+        self.push("\"sessionUpdate\":\"tool_call_update\",\"content\":[{\"type\":\"content\",\"content\":{\"type\":\"text\",\"text\":\"");
+        self.push(&c.transcript);
+        self.push("\"}}],\"status\":\"in_progress\",\"title\":\"🤖 ");
+        self.push(&c.name);
+        self.push("\",\"toolCallId\":");
+        self.push_box_id(&c.name);
+        self.end_update();
+        self.emit(CLASS_SPAWN)
+    }
+
+    fn pool_end(&mut self, c: &PoolChild) -> anyhow::Result<()> {
+        self.begin_update();
+        self.push(
+            "\"sessionUpdate\":\"tool_call_update\",\"status\":\"completed\",\"toolCallId\":",
+        );
+        self.push_box_id(&c.name);
+        self.end_update();
+        self.emit(CLASS_SPAWN)?;
+        self.begin_update();
+        self.push("\"sessionUpdate\":\"tool_call_update\",\"content\":[{\"type\":\"content\",\"content\":{\"type\":\"text\",\"text\":\"The part says: hello\"}}],\"rawOutput\":\"The part says: hello\",\"status\":\"completed\",\"toolCallId\":\"call_task_");
+        self.push_num(c.id);
+        self.push("\"");
+        self.end_update();
+        self.emit(CLASS_SPAWN)
+    }
+
     /// Subagent profile: keep 2–6 children running and send an event of one of them.
     fn child_step(&mut self) -> anyhow::Result<()> {
         let want = 2 + (self.rng.next() % 5) as usize;
@@ -724,6 +994,7 @@ mod tests {
         for profile in [
             Profile::Mix,
             Profile::Subagents,
+            Profile::Flood,
             Profile::Churn { subagents: 20 },
         ] {
             let (a, class, s) = gen(profile, 7, 3 << 20);

@@ -92,8 +92,8 @@ struct RunArgs {
     /// --baseline-proxy).
     #[arg(long, default_value = "direct,cat,off,zed")]
     relays: String,
-    /// Traffic profiles for the stream runs, comma-separated: mix,subagents.
-    #[arg(long, default_value = "mix,subagents")]
+    /// Traffic profiles for the stream runs, comma-separated: mix,subagents,flood.
+    #[arg(long, default_value = "mix,subagents,flood")]
     traffic: String,
     /// Finished subagents in the long memory-profile session. Default 10000, quick 1000.
     #[arg(long)]
@@ -393,6 +393,7 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
             let need = match (relay, profiles[t]) {
                 (Relay::Off, _) => Some(0.8),
                 (Relay::Zed, Profile::Mix) => Some(0.6),
+                (Relay::Zed, Profile::Flood) => None,
                 (Relay::Zed, _) => Some(0.35),
                 _ => None,
             };
@@ -422,6 +423,7 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
             );
         }
     }
+    flood_table(&streams, &relays, &tput);
     if lat.is_empty() {
         return Ok(());
     }
@@ -462,6 +464,46 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
         println!("| {} | {raw} | {added} | {verdict} |", relay.name());
     }
     Ok(())
+}
+
+/// What the relays made of progress floods: frames the client got for the agent's, and what
+/// the store took on disk.
+fn flood_table(
+    streams: &[gen::Stream],
+    relays: &[Relay],
+    tput: &BTreeMap<(usize, usize), Vec<Outcome>>,
+) {
+    let floods: Vec<usize> = (0..streams.len())
+        .filter(|&t| streams[t].profile == Profile::Flood)
+        .collect();
+    if floods.is_empty() {
+        return;
+    }
+    println!();
+    println!("| traffic | relay | frames from the agent | frames to the client | store MiB |");
+    println!("|---|---|---|---|---|");
+    for t in floods {
+        let s = &streams[t];
+        for (r, relay) in relays.iter().enumerate() {
+            let Some(os) = tput.get(&(t, r)) else {
+                continue;
+            };
+            let got: Vec<f64> = os.iter().map(|o| o.received_frames as f64).collect();
+            let store: Vec<f64> = os
+                .iter()
+                .filter_map(|o| o.store_bytes)
+                .map(|b| b as f64 / (1 << 20) as f64)
+                .collect();
+            println!(
+                "| {} | {} | {} | {} | {} |",
+                s.profile.name(),
+                relay.name(),
+                s.summary.frames,
+                fmt_stats(&got, 0),
+                fmt_stats(&store, 2)
+            );
+        }
+    }
 }
 
 fn human(bytes: u64) -> String {

@@ -5,7 +5,7 @@
 //!
 //! Each function panics when an invariant breaks; the fuzzer reports the panic as a crash.
 
-use acp_proxy::engine::{Action, Engine, EngineConfig, SubagentDisplay, ZedOptions};
+use acp_proxy::engine::{Action, Engine, EngineConfig, Limits, SubagentDisplay, ZedOptions};
 use acp_proxy::subagents::ids;
 use acp_proxy::transport::framing::{Frame, LineCodec};
 use acp_proxy::wire::envelope::{self, Kind, Parsed};
@@ -220,7 +220,11 @@ impl Driver {
             steps += 1;
             assert!(steps < 100_000, "runaway action list");
             match a {
-                Action::ToClient(b) | Action::ToAgent(b) => self.check_output(&b),
+                Action::ToClient(b) => {
+                    self.check_output(&b);
+                    check_cards(&b);
+                }
+                Action::ToAgent(b) => self.check_output(&b),
                 Action::Note(_) | Action::Store(_) => {}
                 Action::FetchChildren { .. } => self.engine.restore(Vec::new()),
                 Action::FetchChild { request, .. } => {
@@ -267,6 +271,33 @@ impl Driver {
     }
 }
 
+/// No card the client gets points at a top-level session (its own or another): Zed would
+/// show that session's thread under the card.
+fn check_cards(b: &Bytes) {
+    if !b.windows(21).any(|w| w == b"subagent_session_info") {
+        return;
+    }
+    for l in b.split(|c| *c == b'\n').filter(|l| !l.is_empty()) {
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(l) else {
+            continue;
+        };
+        let named = v
+            .pointer("/params/update/_meta/subagent_session_info/session_id")
+            .and_then(serde_json::Value::as_str);
+        if let Some(named) = named {
+            assert!(
+                !TOP_SESSIONS.contains(&named),
+                "a card names the top-level session {named}: {v}"
+            );
+        }
+    }
+}
+
+/// The sessions the client created in the fuzz driver.
+const TOP_SESSIONS: [&str; 2] = ["s1", "s2"];
+/// Child session ids a hostile agent may announce: the sessions themselves among them.
+const KIDS: [&str; 6] = ["k1", "k2", "s1", "s2", "k3", "s_new"];
+
 fn meta(parent: Option<&str>, tool_name: Option<&str>) -> String {
     let mut parts = Vec::new();
     if let Some(t) = tool_name {
@@ -288,6 +319,12 @@ pub fn engine(data: &[u8]) {
                 max_held_permissions: 4,
                 ..ZedOptions::default()
             },
+            // Small, so that an agent going past them is caught by the bound checked below.
+            limits: Limits {
+                max_subagents_per_session: 50,
+                max_depth: 4,
+                ..Limits::default()
+            },
             ..EngineConfig::default()
         }),
         now: 0,
@@ -303,6 +340,8 @@ pub fn engine(data: &[u8]) {
     ));
     d.client(r#"{"jsonrpc":"2.0","id":"new","method":"session/new","params":{"cwd":"/p","mcpServers":[]}}"#.into());
     d.agent(r#"{"jsonrpc":"2.0","id":"new","result":{"sessionId":"s1"}}"#.into());
+    d.client(r#"{"jsonrpc":"2.0","id":"new2","method":"session/new","params":{"cwd":"/p","mcpServers":[]}}"#.into());
+    d.agent(r#"{"jsonrpc":"2.0","id":"new2","result":{"sessionId":"s2"}}"#.into());
 
     // Session ids the client may name: agent sessions, children (ours), a bogus child-shaped id.
     let child_ids: Vec<String> = vec![
@@ -452,6 +491,72 @@ pub fn engine(data: &[u8]) {
             25 => d.update(s, format!(
                 r#"{{"sessionUpdate":"tool_call","toolCallId":"{t}","title":"Edit","kind":"edit","_meta":{{"subagent_session_info":{{"session_id":"x","message_start_index":0}}}}}}"#
             )),
+            26 => {
+                // A hostile announcement: any child id on any session (its own, another
+                // top-level one, one announced elsewhere already).
+                let kid = ops.pick(&KIDS);
+                let on = if tagged { ops.pick(&KIDS) } else { s };
+                let state = ops.pick(&STATES);
+                d.update(on, format!(
+                    r#"{{"sessionUpdate":"subagent_update","sessionId":"{kid}","title":"Kid {kid}","state":{state}}}"#
+                ))
+            }
+            27 => {
+                // Standard children nested deep: each announced inside the one before.
+                let depth = usize::from(ops.byte().unwrap_or(0) % 64) * 16;
+                let mut on = s.to_owned();
+                for n in 0..depth {
+                    let kid = format!("deep{t}-{n}");
+                    d.update(&on, format!(
+                        r#"{{"sessionUpdate":"subagent_update","sessionId":"{kid}","state":{{"state":"running"}}}}"#
+                    ));
+                    d.update(&kid, r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"deep"}}"#.to_owned());
+                    on = kid;
+                }
+            }
+            28 => {
+                // A card the agent made, naming a session: a top-level one, one of the
+                // proxy's children, or one it may own.
+                let named = match ops.byte().unwrap_or(0) % 4 {
+                    0 => s.to_owned(),
+                    1 => ops.pick(&TOP_SESSIONS).to_owned(),
+                    2 => child_ids[usize::from(ops.byte().unwrap_or(0)) % child_ids.len()].clone(),
+                    _ => ids::child_session_id("elsewhere", t),
+                };
+                let kind = if tagged { "tool_call_update" } else { "tool_call" };
+                // As another link sends a spawn, or on an ordinary tool call.
+                let spawn = if op & 0x40 != 0 { "" } else { r#""claudeCode":{"toolName":"Agent"},"tool_name":"Agent","# };
+                d.update(s, format!(
+                    r#"{{"sessionUpdate":"{kind}","toolCallId":"{t}","title":"Task","kind":"think","rawInput":{{}},"_meta":{{{spawn}"subagent_session_info":{{"session_id":"{named}","message_start_index":0}}}}}}"#
+                ))
+            }
+            29 => {
+                // Legacy spawns nested deep: each tagged with the one before as its parent.
+                let depth = usize::from(ops.byte().unwrap_or(0) % 64) * 16;
+                let mut parent: Option<String> = None;
+                for n in 0..depth {
+                    let id = format!("{t}-{n}");
+                    d.update(s, format!(
+                        r#"{{"sessionUpdate":"tool_call","toolCallId":"{id}","title":"Task","kind":"think","status":"pending","rawInput":{{}},"_meta":{}}}"#,
+                        meta(parent.as_deref(), Some("Agent"))
+                    ));
+                    parent = Some(id);
+                }
+            }
+            30 => {
+                // A session being created, and agent requests for it before the response.
+                let id = ops.byte().unwrap_or(0) % 16;
+                d.client(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"session/new","params":{{"cwd":"/p","mcpServers":[]}}}}"#));
+                d.next_id += 1;
+                let rid = d.next_id;
+                let method = ops.pick(&["terminal/create", "fs/read_text_file", "session/request_permission"]);
+                let target = ops.pick(&KIDS);
+                d.agent(format!(r#"{{"jsonrpc":"2.0","id":{rid},"method":"{method}","params":{{"sessionId":"{target}","command":"uname","path":"/p/a"}}}}"#));
+            }
+            31 => {
+                let id = ops.byte().unwrap_or(0) % 16;
+                d.agent(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"sessionId":"s_new"}}}}"#))
+            }
             _ => {}
         }
     }
@@ -459,6 +564,16 @@ pub fn engine(data: &[u8]) {
     d.engine.handle_timeout(u64::MAX / 2, &mut out);
     d.engine.agent_gone("fuzz: end of input", &mut out);
     d.carry_out(out);
+    // Whatever the agent sent, every collection stays bounded (the deep-nesting ops alone
+    // announce up to a million children).
+    for (name, size) in d.engine.footprint() {
+        assert!(size <= 20_000, "{name} grew to {size}");
+    }
+    assert!(
+        d.engine.children_in_memory() <= 400,
+        "{} children in memory, beyond [limits] for a few sessions",
+        d.engine.children_in_memory()
+    );
     assert_eq!(
         d.engine.pending_client_requests(),
         0,

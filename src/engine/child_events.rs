@@ -9,7 +9,6 @@ use serde_json::Value;
 use super::{str_field, Action, Engine, LiveChildEvents};
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::{Child, ChildState, SpawnSite};
-use crate::subagents::pair::Pair;
 use crate::subagents::render::{self, CardChange, Step};
 use crate::wire::keys::{self, Found};
 use crate::wire::update_view::UpdateParts;
@@ -49,7 +48,7 @@ impl Engine {
                 return;
             }
             if kind == "tool_call" {
-                if let Some(tool_name) = self.detector.spawn_tool_name(&update) {
+                if let Some(spawn) = self.detector.spawn(&update) {
                     // A child spawning a child: the card lives in the child's thread.
                     let top = self
                         .reg
@@ -63,12 +62,12 @@ impl Engine {
                             top_session: top,
                             spawn_id: t.clone(),
                         };
-                        self.new_spawn(site, tool_name, update, out);
+                        self.new_spawn(site, spawn.tool_name, spawn.preset, update, out);
                         self.release_held(agent_session, t, out);
                         return;
                     }
                     // Over a limit: the spawn stays an ordinary tool call of this child.
-                    self.passthrough_spawns.insert(Pair::new(agent_session, t));
+                    self.passthrough_spawns.insert(agent_session, t);
                 }
             }
         }
@@ -152,6 +151,7 @@ impl Engine {
             .reg
             .get(cid)
             .is_some_and(|c| self.replaying.contains(&c.top_session));
+        self.record_announced_prompt(cid, out);
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
@@ -189,7 +189,8 @@ impl Engine {
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
-        let card = if child.card_is_final() {
+        let final_card = child.card_is_final();
+        let card = if final_card {
             // A background child keeps working after its card completed: extend its range.
             (child.entries.count() != entries_before).then(|| {
                 child.end_turn();
@@ -209,14 +210,16 @@ impl Engine {
             None
         };
         match card {
-            Some(CardChange::Update(card)) => {
+            Some(CardChange::Update(card)) if final_card => {
                 let parent = child.parent.clone();
-                if child.card_is_final() {
-                    self.persist_state(cid, out);
-                }
+                self.persist_state(cid, out);
                 self.emit(&parent, card, out);
             }
-            Some(CardChange::Line(line)) => out.push(Action::ToClient(line)),
+            // The child's step on its open card: live progress, paced.
+            Some(change) => {
+                let parent = child.parent.clone();
+                self.pace_progress(cid, parent, change, out);
+            }
             None => {}
         }
         if let (Some(t), "tool_call") = (tool.as_deref(), kind.as_ref()) {

@@ -176,18 +176,22 @@ pub(super) fn restore_child(reg: &mut Registry, stored: StoredChild) {
         ),
     };
     let agent_session = agent_child.clone().unwrap_or(parent_agent_session);
-    let tool_name = if agent_child.is_some() {
-        SYNTHETIC_TOOL_NAME
-    } else {
-        "Agent"
-    };
+    // Rows from before the store kept it: what a restored card said then.
+    let tool_name = stored.tool_name.unwrap_or_else(|| {
+        if agent_child.is_some() {
+            SYNTHETIC_TOOL_NAME
+        } else {
+            "Agent"
+        }
+        .to_owned()
+    });
     let site = SpawnSite {
         agent_session,
         parent: stored.parent_session_id,
         top_session,
         spawn_id: stored.spawn_tool_call_id,
     };
-    let mut child = Child::new(ChildId::known(stored.child_id), site, tool_name.to_owned());
+    let mut child = Child::new(ChildId::known(stored.child_id), site, tool_name);
     child.agent_child = agent_child;
     child.title = stored.title.unwrap_or_default();
     child.state = stored.state;

@@ -27,13 +27,17 @@ impl Engine {
             return;
         };
         let params = &msg["params"];
+        self.sessions.client_initialize(params);
         let advertises_subagents = params.pointer("/clientCapabilities/subagents").is_some();
         let client_name = params
             .pointer("/clientInfo/name")
             .and_then(Value::as_str)
             .unwrap_or("");
         let is_zed = client_name.to_ascii_lowercase().contains("zed");
+        let link_before = super::foreign::client_side_rewrites(params);
         let mode = match self.cfg.display {
+            // A rewriting link on the client side already does the work: relay.
+            _ if link_before => Mode::Off,
             SubagentDisplay::Off => Mode::Off,
             SubagentDisplay::Zed => Mode::Zed,
             SubagentDisplay::Acp => Mode::Acp,
@@ -54,6 +58,13 @@ impl Engine {
                 self.cfg.display
             ),
         );
+        if link_before {
+            self.note(
+                out,
+                NoteLevel::Info,
+                "the client side already rewrites subagents (its initialize carries clientCapabilities._meta[\"subagent-transcript\"], an acp-proxy's opt-in): this link relays them as they are".into(),
+            );
+        }
         if !matches!(mode, Mode::Zed | Mode::Transcript) {
             out.push(Action::ToAgent(frame));
             return;

@@ -6,11 +6,11 @@ use serde_json::json;
 use super::{Action, Engine};
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::ChildState;
-use crate::subagents::pair::Pair;
 
 impl Engine {
     /// A finished child got new work (a continued subagent): open a new turn.
     pub(super) fn resume_child(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
+        self.settle_progress(cid, out);
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
@@ -25,12 +25,16 @@ impl Engine {
 
     /// The child's turn ended: final status and index range on the card.
     pub(super) fn finish_child(&mut self, cid: &ChildId, state: ChildState, out: &mut Vec<Action>) {
+        if self.reg.get(cid).is_none_or(|c| c.card_is_final()) {
+            return;
+        }
+        // A child that ended before any work of its own still shows its task.
+        self.record_announced_prompt(cid, out);
+        // Its final update supersedes any progress the card held.
+        self.end_progress(cid);
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
-        if child.card_is_final() {
-            return;
-        }
         let state = if child.cancel_asked() && state != ChildState::Completed {
             ChildState::Cancelled
         } else {
@@ -94,6 +98,7 @@ impl Engine {
             }
             self.reg.remove(&old);
             self.render.forget(&old);
+            self.end_progress(&old);
             self.agent_replays.forget(&old);
             self.siblings.forget(&old);
             self.store_tried.remove(old.as_str());
@@ -131,7 +136,7 @@ impl Engine {
             return true;
         };
         if top == parent {
-            self.passthrough_spawns.insert(Pair::new(top, spawn_id));
+            self.passthrough_spawns.insert(top, spawn_id);
         }
         self.report_once(
             &format!("{limit}:{top}"),

@@ -24,15 +24,20 @@ mod agent_replay;
 mod child_events;
 mod child_sessions;
 mod config;
+mod early_requests;
 mod folded;
+mod foreign;
+mod guards;
 mod handshake;
 mod lifecycle;
+mod pace;
 mod pending;
 mod permissions;
 mod recent;
 mod replay;
 mod route;
 mod sibling;
+mod signals;
 mod spawn;
 mod standard;
 mod thread;
@@ -51,7 +56,6 @@ use serde_json::Value;
 use crate::subagents::detect::Detector;
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::Registry;
-use crate::subagents::pair::PairSet;
 use crate::subagents::render::Render;
 use crate::wire::envelope::{self, Kind, Parsed};
 use crate::wire::keys;
@@ -102,7 +106,8 @@ pub struct Engine {
     /// Mismatch reports already made (each kind once per connection).
     reported: HashSet<String>,
     /// Spawns over a limit, as (agent session, tool call id): their events pass through.
-    passthrough_spawns: PairSet,
+    /// Bounded: an agent that goes on spawning past a limit cannot grow it.
+    passthrough_spawns: RecentSet,
     /// Finished children in the order they finished (the oldest leave memory first).
     finished: std::collections::VecDeque<ChildId>,
     /// Synthesized cards already shown again during the current parent replays.
@@ -110,12 +115,20 @@ pub struct Engine {
     /// Recent tool calls that went to a top-level thread: their permission requests are the
     /// parent's and never wait for attribution.
     parent_tools: RecentSet,
+    /// The sessions the client knows, for agent requests while one is being created.
+    sessions: early_requests::SessionsKnown,
+    /// Child sessions named by subagent cards from the agent side (another link's).
+    foreign: foreign::ForeignCards,
+    /// Standard child sessions whose announcement was refused.
+    refused: guards::Refused,
+    /// The time of the frame (or timeout) being handled.
+    now: Millis,
+    /// Live progress of cards, paced.
+    pace: pace::Pacer,
     /// Children the agent replays itself, fetched by the proxy.
     agent_replays: AgentReplays,
     /// Calls beside spawns that carry their children's work.
     siblings: Siblings,
-    /// The time of the frame being handled.
-    now: Millis,
 }
 
 impl Default for Engine {
@@ -159,13 +172,17 @@ impl Engine {
             held: Vec::new(),
             store_tried: HashSet::new(),
             reported: HashSet::new(),
-            passthrough_spawns: PairSet::default(),
+            passthrough_spawns: RecentSet::default(),
             finished: std::collections::VecDeque::new(),
             replay_cards: HashSet::new(),
             parent_tools: RecentSet::default(),
+            sessions: Default::default(),
+            foreign: Default::default(),
+            refused: Default::default(),
+            now: 0,
+            pace: pace::Pacer::default(),
             agent_replays: AgentReplays::default(),
             siblings: Siblings::default(),
-            now: 0,
         }
     }
 
@@ -185,7 +202,7 @@ impl Engine {
 
     /// A frame (one line, terminator included) arrived from the client.
     pub fn from_client(&mut self, frame: Bytes, now: Millis, out: &mut Vec<Action>) {
-        self.now = now;
+        self.now = self.now.max(now);
         let Parsed::Message(env) = envelope::parse(&frame) else {
             out.push(Action::ToAgent(frame));
             return;
@@ -217,7 +234,7 @@ impl Engine {
                         self.agent_replays.client_opens(&id, &method, &frame);
                     }
                     if let Some(sid) = &session {
-                        if child_sessions::is_child_id(&self.reg, sid) {
+                        if self.serves_child(sid) {
                             self.client_child_request(&id, &method, sid, frame, now, out);
                             return;
                         }
@@ -236,6 +253,7 @@ impl Engine {
                         }
                     }
                 }
+                self.sessions.client_request(&method, session.as_deref());
                 self.client_requests
                     .insert(&id, &method, session.as_deref());
                 out.push(Action::ToAgent(frame));
@@ -244,7 +262,7 @@ impl Engine {
                 let session = session_of(env.params);
                 drop(env);
                 match session {
-                    Some(sid) if child_sessions::is_child_id(&self.reg, &sid) => {
+                    Some(sid) if self.serves_child(&sid) => {
                         self.client_child_notification(&method, &sid, out);
                     }
                     _ => out.push(Action::ToAgent(frame)),
@@ -273,7 +291,7 @@ impl Engine {
         now: Millis,
         out: &mut Vec<Action>,
     ) {
-        self.now = now;
+        self.now = self.now.max(now);
         let (found, pre) = match scan {
             Some(s) => (Some(s.found), s.update),
             None => (None, Pre::NotTried),
@@ -320,6 +338,12 @@ impl Engine {
             out.push(Action::ToClient(frame));
             return;
         };
+        if self.sessions.creating()
+            && env.kind() == Kind::Request
+            && self.answer_early_request(&env, out)
+        {
+            return;
+        }
         match env.kind() {
             Kind::Response => {
                 if let Some(id) = env.id.filter(|id| self.agent_replays.owns(id)) {
@@ -332,6 +356,7 @@ impl Engine {
                     out.push(Action::ToClient(frame));
                     return;
                 };
+                self.sessions.response(&req.method, &frame);
                 if self.mode == Some(Mode::Off) {
                     out.push(Action::ToClient(frame));
                     return;
@@ -365,6 +390,8 @@ impl Engine {
     /// The agent is gone: answer every request the client still waits for with an error
     /// that says why, oldest first.
     pub fn agent_gone(&mut self, reason: &str, out: &mut Vec<Action>) {
+        self.sessions.agent_gone();
+        self.flush_progress(out);
         // Children waiting for the agent's replay get what their spawn said.
         self.replays_abandoned(out);
         for held in std::mem::take(&mut self.held) {
@@ -403,6 +430,10 @@ impl Engine {
             ("finished", self.finished.len()),
             ("replay_cards", self.replay_cards.len()),
             ("parent_tools", self.parent_tools.len()),
+            ("known_sessions", self.sessions.len()),
+            ("foreign_cards", self.foreign.len()),
+            ("refused_children", self.refused.len()),
+            ("paced_cards", self.pace.len()),
         ]);
         sizes.extend(self.agent_replays.footprint());
         sizes.extend(self.siblings.footprint());

@@ -9,8 +9,8 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::{Action, Engine, Mode, NoteLevel};
+use crate::subagents::detect::{Detector, Spawn};
 use crate::subagents::model::SpawnSite;
-use crate::subagents::pair::PairRef;
 use crate::wire::keys::{self, Found};
 use crate::wire::update_view::{UpdateFrame, UpdateParts};
 
@@ -34,15 +34,19 @@ impl Engine {
                 {
                     return false;
                 }
+                if found.has(kind::END) && self.reg.has_open_legacy_children() {
+                    // May end a background child.
+                    return false;
+                }
                 if !found.has(kind::TOOL_CALL) {
                     return true;
                 }
                 if !found.has(kind::NEW_TOOL_CALL) {
                     // Only updates of tool calls: one concerns a subagent only when it names a
-                    // spawn or a child's tool call (no spawn starts, nothing held is released).
-                    // The parent's updates while children run, most bytes of a delegating
-                    // turn, pass without a parse.
-                    return !self.reg.may_know_tool_in(frame);
+                    // spawn or a child's tool call, or is shaped like a spawn itself (Gemini
+                    // fails a spawn it never announced). The parent's updates while children
+                    // run, most bytes of a delegating turn, pass without a parse.
+                    return !found.has(kind::SPAWN) && !self.reg.may_know_tool_in(frame);
                 }
                 // A tool call: it may start a subagent, belong to a child, or be waited for
                 // by a held permission request (then the parent's tool calls are tracked).
@@ -155,6 +159,15 @@ impl Engine {
             }
             _ => {}
         }
+        if found.has(keys::kind::END) {
+            // A later notice that a background child ended: it ends the child and goes into
+            // its thread.
+            if let Some(update) = parse_update() {
+                if self.end_signal(sid, &update, out) {
+                    return;
+                }
+            }
+        }
         if let Some(cid) = self.reg.by_agent_child(sid).cloned() {
             self.child_event_raw(&cid, sid, fields, found, frame, out);
             return;
@@ -190,8 +203,17 @@ impl Engine {
                 return;
             }
         }
+        // A card another link made (or one the agent claims): never a spawn here.
+        let agent_card = matches!(kind, "tool_call" | "tool_call_update")
+            && found.has(keys::kind::SUBAGENT)
+            && keys::has(&keys::SUBAGENT_INFO, raw.as_bytes());
+        if agent_card && !names_parent {
+            self.agent_card(frame, sid, kind, tool, raw, out);
+            return;
+        }
         // Cheap exit for the common case: nothing here can be a spawn or a child event.
-        let may_spawn = kind == "tool_call" && found.has(keys::kind::SPAWN);
+        let may_spawn = found.has(keys::kind::SPAWN)
+            && (kind == "tool_call" || (kind == "tool_call_update" && fields.has_status));
         if !names_parent && !may_spawn {
             out.push(Action::ToClient(frame));
             if let (Some(t), "tool_call") = (tool, kind) {
@@ -219,8 +241,9 @@ impl Engine {
         if let Some(parent_ref) = self.detector.parent_ref(&update).map(str::to_owned) {
             match self.reg.by_spawn(sid, &parent_ref).cloned() {
                 Some(cid) => self.child_event(&cid, sid, Some(update), frame, out),
+                None if agent_card => self.agent_card(frame, sid, kind, tool, raw, out),
                 // A spawn over a limit: its child's events pass through as the agent sent them.
-                None if self.passthrough_spawns.contains(&PairRef(sid, &parent_ref)) => {
+                None if self.passthrough_spawns.contains(sid, &parent_ref) => {
                     out.push(Action::ToClient(frame));
                 }
                 None => {
@@ -236,23 +259,36 @@ impl Engine {
             }
             return;
         }
-        if kind == "tool_call" {
-            if let (Some(t), Some(tool_name)) = (&tool, self.detector.spawn_tool_name(&update)) {
-                if self.spawn_allowed(sid, sid, t, out) {
-                    // A spawn on a top-level session: the card lives in that session.
-                    let site = SpawnSite {
-                        agent_session: sid.to_owned(),
-                        parent: sid.to_owned(),
-                        top_session: sid.to_owned(),
-                        spawn_id: (*t).to_owned(),
-                    };
-                    self.new_spawn(site, tool_name, update, out);
-                } else {
-                    out.push(Action::ToClient(frame));
-                }
-                self.release_held(sid, t, out);
-                return;
+        if agent_card {
+            self.agent_card(frame, sid, kind, tool, raw, out);
+            return;
+        }
+        // An update of a tool call the proxy let pass (an ordinary one, or a spawn over a
+        // limit) is no spawn of its own.
+        let seen = tool.is_some_and(|t| {
+            kind != "tool_call"
+                && (self.parent_tools.contains(sid, t) || self.passthrough_spawns.contains(sid, t))
+        });
+        let spawn = if seen {
+            None
+        } else {
+            spawn_in(&self.detector, kind, update)
+        };
+        if let (Some(t), Some((spawn, update))) = (tool, spawn) {
+            if self.spawn_allowed(sid, sid, t, out) {
+                // A spawn on a top-level session: the card lives in that session.
+                let site = SpawnSite {
+                    agent_session: sid.to_owned(),
+                    parent: sid.to_owned(),
+                    top_session: sid.to_owned(),
+                    spawn_id: t.to_owned(),
+                };
+                self.new_spawn(site, spawn.tool_name, spawn.preset, update, out);
+            } else {
+                out.push(Action::ToClient(frame));
             }
+            self.release_held(sid, t, out);
+            return;
         }
         out.push(Action::ToClient(frame));
         if let (Some(t), "tool_call") = (tool, kind) {
@@ -260,4 +296,21 @@ impl Engine {
             self.release_held(sid, t, out);
         }
     }
+}
+
+/// The spawn `update` starts, if it starts one, with the update as the spawn card's first
+/// frame. A `tool_call` may; so may a `failed` update of a tool call never announced (Gemini
+/// reports a subagent its policy refused that way): the card is created from it.
+pub(super) fn spawn_in(detector: &Detector, kind: &str, update: Value) -> Option<(Spawn, Value)> {
+    let unannounced_failure = kind == "tool_call_update"
+        && update.get("status").and_then(Value::as_str) == Some("failed");
+    if kind != "tool_call" && !unannounced_failure {
+        return None;
+    }
+    let spawn = detector.spawn(&update)?;
+    let mut update = update;
+    if unannounced_failure {
+        update["sessionUpdate"] = Value::from("tool_call");
+    }
+    Some((spawn, update))
 }

@@ -1,12 +1,23 @@
-//! A spawn tool call of a legacy wire (Claude's `Task`, Qwen's and OpenCode's `task`): the
-//! child it creates, and its card in the parent's thread.
+//! A spawn tool call of a legacy wire (Claude's `Task`, Qwen's and OpenCode's `task`, pi's
+//! `Agent`, Gemini's `invoke_agent`, ...): the child it creates, and its card in the parent's
+//! thread. Every later update of the card is read through the preset that claimed the spawn.
 
 use serde_json::{json, Value};
 
 use super::{str_field, Action, Engine};
+use crate::subagents::detect::{PresetId, SpawnEvent};
 use crate::subagents::ids::ChildId;
-use crate::subagents::model::{Child, ChildState, Prompt, Run, SpawnSite};
-use crate::subagents::render;
+use crate::subagents::model::{Card, Child, ChildState, Prompt, Run, SpawnSite};
+use crate::subagents::render::{self, CardChange};
+
+/// What one update of a spawn card changes, read before the card is touched.
+struct Reading {
+    preset_title: Option<String>,
+    prompt: Option<String>,
+    background: bool,
+    progress: Option<String>,
+    event: Option<SpawnEvent>,
+}
 
 impl Engine {
     /// A spawn tool call: create (or find, after a restart or in a replay) its child.
@@ -14,28 +25,50 @@ impl Engine {
         &mut self,
         site: SpawnSite,
         tool_name: String,
+        preset: PresetId,
         update: Value,
         out: &mut Vec<Action>,
     ) {
         let id = ChildId::derive(&site.parent, &site.spawn_id);
-        let claim = self.detector.spawn(&update);
         match self.reg.get_mut(&id) {
             Some(existing) => {
                 existing.tool_name = tool_name;
-                existing.preset = existing.preset.or(claim.as_ref().map(|s| s.preset));
+                existing.preset = Some(preset);
             }
             None => {
                 let mut child = Child::new(id.clone(), site, tool_name);
                 child.state = ChildState::Running;
-                child.preset = claim.as_ref().map(|s| s.preset);
+                child.preset = Some(preset);
                 self.reg.insert(child);
                 self.persist_child(&id, out);
             }
         }
-        if let Some(key) = claim.and_then(|s| s.sibling_key) {
+        if let Some(key) = self.detector.sibling_key_of(preset, &update) {
             self.siblings.set_key(&id, key);
         }
         self.spawn_event(&id, "tool_call", Some(update), out);
+    }
+
+    /// What the child's preset reads in an update of its spawn card (the engine's older,
+    /// preset-blind readings for a child whose preset is not known).
+    fn read_spawn_update(&self, preset: Option<PresetId>, update: &Value) -> Reading {
+        let d = &self.detector;
+        match preset {
+            Some(p) => Reading {
+                preset_title: d.title_of(p, update).filter(|t| !t.is_empty()),
+                prompt: d.prompt_of(p, update),
+                background: d.background_of(p, update),
+                progress: d.progress_of(p, update),
+                event: d.spawn_event_of(p, update),
+            },
+            None => Reading {
+                preset_title: None,
+                prompt: d.prompt(update).map(str::to_owned),
+                background: d.is_background(update),
+                progress: None,
+                event: None,
+            },
+        }
     }
 
     /// A frame of the spawn tool call itself: keep the card current on the parent.
@@ -47,42 +80,54 @@ impl Engine {
         out: &mut Vec<Action>,
     ) {
         let Some(mut update) = update else { return };
+        let is_new = kind == "tool_call";
+        if self.reg.get(cid).is_some_and(|c| c.preset.is_none()) {
+            // A child restored from the store: its replayed spawn says which preset it is,
+            // and the tool's name (the store keeps neither).
+            if let Some(spawn) = self.detector.spawn(&update) {
+                if let Some(c) = self.reg.get_mut(cid) {
+                    c.preset = Some(spawn.preset);
+                    c.tool_name = spawn.tool_name;
+                }
+            }
+        }
+        let Some(preset) = self.reg.get(cid).map(|c| c.preset) else {
+            return;
+        };
+        let reading = self.read_spawn_update(preset, &update);
+        let keeps_open = preset.is_some_and(|p| self.detector.keeps_background_open(p));
+        let unseen = preset.is_some_and(|p| self.detector.child_unseen(p));
+        let answer = match preset {
+            Some(p) => self.detector.answer_of(p, &update),
+            None => self.detector.result_text(&update),
+        };
+        let agent_name = self.agent_name.clone();
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
-        if child.preset.is_none() {
-            // A child restored from the store: its replayed spawn says which preset it is.
-            if let Some(claim) = self.detector.spawn(&update) {
-                child.preset = Some(claim.preset);
-                child.tool_name = claim.tool_name;
-            }
-        }
-        let preset = child.preset;
-        let mut prompt_entry: Option<Value> = None;
-        // An agent's own title can be the same for every tool (AgentPool's `Calling task`):
-        // then the preset's reading wins, and the card shows it. One that names the task
-        // already (`Agent: Survey text files`) stays.
-        let preset_title = preset
-            .and_then(|p| self.detector.title_of(p, &update))
+        // What the child thread gets before the card's transcript (if any) is read.
+        let mut to_record: Vec<Value> = Vec::new();
+        let agents_title = str_field(&update, "title")
             .filter(|t| !t.is_empty())
-            .filter(|t| !str_field(&update, "title").is_some_and(|own| own.contains(t.as_str())))
-            // A replay of a child the store kept: the title it had (dsh replays no label).
-            .map(|t| {
-                if child.replay_known() && !child.title.is_empty() {
-                    child.title.clone()
-                } else {
-                    t
+            .map(str::to_owned);
+        // A replay of a child the store kept keeps the title it had (dsh replays no label).
+        let keep_title = child.replay_known() && !child.title.is_empty();
+        match &reading.preset_title {
+            // The preset knows where the task's title is: it wins over the agent's own, which
+            // can be the same for every tool (AgentPool's `Calling task`) or wrap the task
+            // (Qwen's `Agent: Survey text files`, Gemini's `Delegating to agent '…'`).
+            Some(t) => {
+                if !keep_title {
+                    child.title = t.clone();
                 }
-            });
-        if let Some(t) = preset_title {
-            if update.get("title").is_some() {
-                update["title"] = json!(t);
             }
-            child.title = t;
-        } else if let Some(t) = str_field(&update, "title").filter(|t| !t.is_empty()) {
-            // Claude first titles the card with the tool's name, then with the task.
-            if child.title.is_empty() || t != child.tool_name {
-                child.title = t.to_owned();
+            None => {
+                if let Some(t) = &agents_title {
+                    // Claude first titles the card with the tool's name, then with the task.
+                    if !keep_title && (child.title.is_empty() || *t != child.tool_name) {
+                        child.title = t.clone();
+                    }
+                }
             }
         }
         if child.title.is_empty() || child.title == child.tool_name {
@@ -90,27 +135,54 @@ impl Engine {
                 child.title = d.to_owned();
             }
         }
+        if is_new && unseen && child.thread.is_empty() && !child.replay_known() {
+            to_record.push(render::agent_text(&unseen_note(&agent_name, &child.title)));
+        }
         if child.prompt == Prompt::Awaited {
-            if let Some(prompt) = self.detector.prompt(&update) {
+            if let Some(prompt) = &reading.prompt {
                 child.prompt = Prompt::Recorded;
                 if !child.replay_known() {
-                    prompt_entry = Some(render::user_text(prompt));
+                    to_record.push(render::user_text(prompt));
                 }
             }
         }
-        if self.detector.is_background(&update) {
+        if reading.background {
             child.run = Run::Background;
         }
         let status = str_field(&update, "status").map(str::to_owned);
-        let finished =
-            matches!(status.as_deref(), Some("completed" | "failed")) && !child.card_is_final();
-        if !finished
-            && matches!(status.as_deref(), Some("pending" | "in_progress"))
-            && child.state == ChildState::Announced
-        {
-            child.state = ChildState::Running;
+        let completed = status.as_deref() == Some("completed");
+        let ended = matches!(status.as_deref(), Some("completed" | "failed"));
+        let mut finished = false;
+        let mut launched = false;
+        match status.as_deref() {
+            Some("completed" | "failed") if !child.card_is_final() => {
+                if child.is_background() && keeps_open && completed {
+                    // Only the launch (its notice stays the card's content): the card stays
+                    // open until the child ends.
+                    launched = true;
+                } else {
+                    finished = true;
+                }
+            }
+            Some("pending" | "in_progress") if child.state == ChildState::Announced => {
+                child.state = ChildState::Running;
+            }
+            _ => {}
         }
-        if let Some(u) = &prompt_entry {
+        let fresh = !child.replay_known();
+        let mut progress = false;
+        if !finished && !child.card_is_final() {
+            if let Some(activity) = reading.progress {
+                child.progress.activity = Some(activity);
+                progress = true;
+            }
+        }
+        if launched {
+            update["status"] = json!("in_progress");
+        }
+        let had_title = update.get("title").is_some();
+        let recorded = !to_record.is_empty();
+        for u in &to_record {
             self.record_in(cid, u, out);
         }
         // The child's work folded into the card (dsh): into the child thread; the card keeps
@@ -119,75 +191,114 @@ impl Engine {
         // The agent replays this child itself (OpenCode): its real work is fetched, and the
         // answer is only what the thread gets if that fails. A replayed completion (the parent
         // reopened) fetches too when the thread lacks the work.
-        let fetch = matches!(status.as_deref(), Some("completed" | "failed"))
+        let fetch = (ended && !launched)
             .then(|| self.replay_to_fetch(cid, &update))
             .flatten();
-        let mut answer: Option<Value> = None;
-        if status.as_deref() == Some("completed") && (finished || fetch.is_some()) {
+        // How the child ended, in its thread.
+        let mut ending: Option<Value> = None;
+        if finished || fetch.is_some() {
             let Some(child) = self.reg.get(cid) else {
                 return;
             };
-            if !child.is_background() && (fetch.is_some() || !child.replay_known()) {
-                let last_folded = child.fold.as_ref().and_then(|f| f.last_text());
+            if unseen && fresh && finished {
+                ending = Some(render::agent_text(&unseen_end(completed, &update)));
+            } else if completed && !child.is_background() && (fetch.is_some() || fresh) {
                 // Agents that do not stream the child's prose still report its answer: it
-                // closes the child thread. A folded transcript's last prose is not always
-                // the answer (dsh settles with a block of its own).
+                // closes the child thread.
                 let after_prose = child.entries.last_is_assistant();
                 let text = match &folded {
-                    // After the child's own last words it would run on in the same message.
-                    Some(answer) => answer
-                        .clone()
-                        .filter(|a| Some(a.as_str()) != last_folded)
-                        .map(|a| if after_prose { format!("\n\n{a}") } else { a }),
-                    None if !child.entries.last_is_assistant() => {
-                        self.detector.result_text(&update)
+                    // A folded transcript's last prose is not always the answer (dsh settles
+                    // with a block of its own); after the child's own last words it would
+                    // run on in the same message.
+                    Some(folded_answer) => {
+                        let last_folded = child.fold.as_ref().and_then(|f| f.last_text());
+                        folded_answer
+                            .clone()
+                            .filter(|a| Some(a.as_str()) != last_folded)
+                            .map(|a| if after_prose { format!("\n\n{a}") } else { a })
                     }
+                    None if !after_prose => answer,
                     None => None,
                 };
-                answer = text.map(|t| render::agent_text(&t));
+                ending = text.map(|t| render::agent_text(&t));
             }
         }
-        match (&fetch, answer) {
-            (Some(_), answer) => self.agent_replays.fallback(cid, answer),
+        match (&fetch, ending) {
+            (Some(_), ending) => self.agent_replays.fallback(cid, ending),
             (None, Some(u)) => self.record_in(cid, &u, out),
             (None, None) => {}
+        }
+        if let Some(event) = &reading.event {
+            if !finished && self.reg.get(cid).is_some_and(|c| !c.replay_known()) {
+                self.spawn_event_entry(cid, event, out);
+                progress = true;
+            }
+        }
+        if finished {
+            self.close_spawn_events(cid, completed, out);
         }
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
+        let mut retitle = false;
         if finished {
-            let state = if child.is_background() {
+            let state = if child.is_background() && (completed || !keeps_open) {
                 // The agent completed the card at launch; the child runs on.
                 ChildState::Running
             } else if child.cancel_asked() {
                 ChildState::Cancelled
-            } else if status.as_deref() == Some("completed") {
+            } else if completed {
                 ChildState::Completed
             } else {
                 ChildState::Failed
             };
-            if child.finish_card(state) {
-                update["title"] = json!(child.title);
-            }
+            // A card that showed live progress gets the task's title back.
+            retitle = child.finish_card(state);
+        } else if progress && self.render.progress_title(child).is_some() {
+            child.card = Card::Progress;
         }
         // A card update that only carried the folded transcript has nothing left to show.
         let empty = folded.is_some()
             && !finished
-            && kind != "tool_call"
-            && ["status", "title", "content"]
+            && !is_new
+            && !had_title
+            && !progress
+            && ["status", "content"]
                 .iter()
                 .all(|k| update.get(*k).is_none());
-        self.render
-            .spawn_update(child, &mut update, kind == "tool_call");
+        if retitle || agents_title.is_some() || reading.preset_title.is_some() || is_new || progress
+        {
+            // The title the card shows: the task's, or its live progress.
+            let shown = match child.card {
+                Card::Progress => self.render.progress_title(child),
+                _ => None,
+            };
+            let title = match shown {
+                Some(t) => t,
+                None if child.title.is_empty() => child.tool_name.clone(),
+                None => child.title.clone(),
+            };
+            update["title"] = json!(title);
+        }
+        self.render.spawn_update(child, &mut update, is_new);
         let parent = child.parent.clone();
         if finished {
             // The title it ended with, for a reopen whose replay lacks it.
             self.persist_child(cid, out);
         }
-        if finished || prompt_entry.is_some() {
+        if finished || recorded {
             self.persist_state(cid, out);
         }
-        if !empty {
+        // Updates that only report progress are paced; any other goes out at once, after
+        // what progress the card held.
+        let paced = progress && !is_new && !finished && !launched && status_is_running(&status);
+        if paced {
+            self.pace_progress(cid, parent, CardChange::Update(update), out);
+        } else if finished {
+            self.end_progress(cid);
+            self.emit(&parent, update, out);
+        } else if !empty {
+            self.settle_progress(cid, out);
             self.emit(&parent, update, out);
         }
         if let Some(agent_child) = fetch {
@@ -196,5 +307,75 @@ impl Engine {
         if finished {
             self.retire(cid);
         }
+    }
+
+    /// A child event the agent put on the spawn card (Goose's tool requests): a tool call in
+    /// the child's thread. No result follows on the wire; the previous request is done when
+    /// the next one comes.
+    fn spawn_event_entry(&mut self, cid: &ChildId, event: &SpawnEvent, out: &mut Vec<Action>) {
+        let Some(child) = self.reg.get_mut(cid) else {
+            return;
+        };
+        let n = child.spawn_events;
+        child.spawn_events += 1;
+        let spawn_id = child.spawn_id.clone();
+        if self.render.progress_title(child).is_some() {
+            child.show_step(Some(event.title.clone()));
+        }
+        if n > 0 {
+            let done = json!({"sessionUpdate": "tool_call_update",
+                "toolCallId": format!("{spawn_id}#{n}"), "status": "completed"});
+            self.record_in(cid, &done, out);
+        }
+        let call = json!({"sessionUpdate": "tool_call", "toolCallId": format!("{spawn_id}#{}", n + 1),
+            "title": event.title, "kind": "other", "status": "in_progress"});
+        self.record_in(cid, &call, out);
+    }
+
+    /// The child ended: its last tool request ended with it.
+    fn close_spawn_events(&mut self, cid: &ChildId, completed: bool, out: &mut Vec<Action>) {
+        let Some(child) = self.reg.get(cid) else {
+            return;
+        };
+        if child.spawn_events == 0 || child.replay_known() {
+            return;
+        }
+        let last = format!("{}#{}", child.spawn_id, child.spawn_events);
+        let status = if completed { "completed" } else { "failed" };
+        let done =
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": last, "status": status});
+        self.record_in(cid, &done, out);
+    }
+}
+
+fn status_is_running(status: &Option<String>) -> bool {
+    matches!(status.as_deref(), None | Some("pending" | "in_progress"))
+}
+
+/// The child thread of a subagent the agent runs out of sight: what is known, and what is not.
+fn unseen_note(agent: &str, title: &str) -> String {
+    format!(
+        "Subagent `{title}`. {agent} runs it inside its own process and sends neither the task it gave it nor its answer: only that it ran and how it ended."
+    )
+}
+
+/// How an unseen child ended, with the agent's words if it gave any.
+fn unseen_end(completed: bool, update: &Value) -> String {
+    let text = update
+        .get("content")
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|i| i.pointer("/content/text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default();
+    match (completed, text.trim()) {
+        (true, "") => "\n\nIt completed.".to_owned(),
+        (true, t) => format!("\n\nIt completed: {t}"),
+        (false, "") => "\n\nIt failed.".to_owned(),
+        (false, t) => format!("\n\nIt failed: {t}"),
     }
 }

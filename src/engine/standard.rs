@@ -34,6 +34,9 @@ impl Engine {
             Some(p) => (p.id.to_string(), p.top_session.clone()),
             None => (on.to_owned(), on.to_owned()),
         };
+        if self.refuse_announcement(on, &agent_child, &parent, &top, out) {
+            return;
+        }
         let cid = match self.reg.by_agent_child(&agent_child).cloned() {
             Some(cid) => {
                 let replaying = self
@@ -81,10 +84,16 @@ impl Engine {
                 };
                 child.agent_child = Some(agent_child.clone());
                 child.agent_session = agent_child.clone();
-                if let Some(t) =
+                // What the announcement lacks, as the agent's preset reads it (Codex: a short
+                // title and the task, from `description`).
+                let announce = self.detector.announce(&update);
+                if let Some(t) = announce.title.as_deref().or_else(|| {
                     str_field(&update, "title").or_else(|| str_field(&update, "description"))
-                {
+                }) {
                     child.title = t.to_owned();
+                }
+                if child.prompt == Prompt::Awaited && child.thread.is_empty() {
+                    child.announced_prompt = announce.prompt;
                 }
                 if child.title.is_empty() {
                     child.title = "Subagent".into();
@@ -178,6 +187,7 @@ impl Engine {
         }
         if let Some(child) = self.reg.get_mut(&cid) {
             child.prompt = Prompt::Recorded;
+            child.announced_prompt = None;
         }
     }
 }

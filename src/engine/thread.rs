@@ -92,6 +92,7 @@ impl Engine {
             agent: self.agent_name.clone(),
             cwd: c.cwd.clone(),
             title: (!c.title.is_empty()).then(|| c.title.clone()),
+            tool_name: Some(c.tool_name.clone()),
             state: c.state,
         }));
     }

@@ -636,7 +636,8 @@ fn load_child(
     let row = conn
         .prepare_cached(
             "SELECT parent_session_id, spawn_tool_call_id, agent, cwd, title, state,
-                    entry_count, turns, updated_at, log, log_seq, log_count, log_bytes
+                    entry_count, turns, updated_at, log, log_seq, log_count, log_bytes,
+                    tool_name
              FROM children WHERE child_id = ?1",
         )
         .and_then(|mut stmt| {
@@ -657,12 +658,25 @@ fn load_child(
                         r.get::<_, i64>(11)?,
                         r.get::<_, i64>(12)?,
                     ),
+                    r.get::<_, Option<String>>(13)?,
                 ))
             })
             .optional()
         })
         .map_err(read_err)?;
-    let Some((parent, spawn, agent, cwd, title, state, entry_count, turns, updated_at, log)) = row
+    let Some((
+        parent,
+        spawn,
+        agent,
+        cwd,
+        title,
+        state,
+        entry_count,
+        turns,
+        updated_at,
+        log,
+        tool_name,
+    )) = row
     else {
         return Ok(None);
     };
@@ -744,6 +758,7 @@ fn load_child(
         agent,
         cwd,
         title,
+        tool_name,
         state,
         updates,
         entry_count,

@@ -58,6 +58,12 @@ pub(super) const MIGRATIONS: &[&str] = &[
     ALTER TABLE children ADD COLUMN log_count INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE children ADD COLUMN log_bytes INTEGER NOT NULL DEFAULT 0;
     "#,
+    // 4: the agent's name for the tool that spawned the child (`_meta.tool_name` on its card),
+    // so a card restored after a restart says the same as it did live. NULL in rows written
+    // before: the reader falls back to what it said then.
+    r#"
+    ALTER TABLE children ADD COLUMN tool_name TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

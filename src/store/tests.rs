@@ -32,6 +32,7 @@ fn upsert(child: &str, parent: &str, title: Option<&str>, state: &str) -> StoreO
         agent: "demo".into(),
         cwd: Some("/work".into()),
         title: title.map(Into::into),
+        tool_name: Some("Agent".into()),
         state,
     }
 }
@@ -292,12 +293,18 @@ fn writes_before_upsert_land_in_a_placeholder_that_upsert_completes() {
         agent: "demo".into(),
         cwd: None,
         title: None,
+        tool_name: None,
         state: ChildState::Completed,
     });
     store.flush().expect("flush");
     let child = store.child("early").expect("read").expect("stored");
     assert_eq!(child.parent_session_id, "p");
     assert_eq!(child.title.as_deref(), Some("Task"));
+    assert_eq!(
+        child.tool_name.as_deref(),
+        Some("Agent"),
+        "kept when not given"
+    );
     assert_eq!(child.cwd.as_deref(), Some("/work"));
     assert_eq!(child.state.as_str(), "completed");
     assert_eq!(child.updates, ["{}"]);
@@ -453,6 +460,14 @@ const FIXTURES: &[&str] = &[
        VALUES ('old-child', 'old-parent', 'call-1', 'demo', '/w', 'Old task', 'completed', 2,
                '[[0,1]]', 2, 4, 1700000000, 1700000000, '00ab.jsonl', 1, 5);
        INSERT INTO updates (child_id, seq, count, body) VALUES ('old-child', 1, 1, ':1}');"#,
+    // Version 4: the same child, its spawning tool named, both updates in one row.
+    r#"INSERT INTO children (child_id, parent_session_id, spawn_tool_call_id, agent, cwd,
+            title, state, entry_count, turns, update_count, update_bytes, created_at, updated_at,
+            tool_name)
+       VALUES ('old-child', 'old-parent', 'call-1', 'demo', '/w', 'Old task', 'completed', 2,
+               '[[0,1]]', 2, 4, 1700000000, 1700000000, 'task');
+       INSERT INTO updates (child_id, seq, count, body)
+       VALUES ('old-child', 0, 2, '{"a"' || char(10) || ':1}');"#,
 ];
 
 /// The transcript file the version 3 fixture names, and its text.
@@ -496,6 +511,9 @@ fn a_store_at_any_earlier_version_migrates_to_the_latest() {
                 .expect("read")
                 .unwrap_or_else(|| panic!("fixture of version {version} lost"));
             assert_eq!(child.updates, [r#"{"a""#, ":1}"]);
+            // Only rows written at version 4 on know the tool; older ones read as unknown.
+            let tool = (version >= 4).then_some("task");
+            assert_eq!(child.tool_name.as_deref(), tool, "from {version}");
             assert_eq!(
                 child.turns,
                 [TurnRange {

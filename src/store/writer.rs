@@ -516,18 +516,20 @@ fn apply(conn: &Connection, op: &StoreOp, now: i64) -> Result<(), BatchError> {
             agent,
             cwd,
             title,
+            tool_name,
             state,
         } => {
             conn.prepare_cached(
                 "INSERT INTO children (child_id, parent_session_id, spawn_tool_call_id, agent,
-                                       cwd, title, state, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)
+                                       cwd, title, state, created_at, updated_at, tool_name)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9)
                  ON CONFLICT (child_id) DO UPDATE SET
                     parent_session_id = excluded.parent_session_id,
                     spawn_tool_call_id = excluded.spawn_tool_call_id,
                     agent = excluded.agent,
                     cwd = coalesce(excluded.cwd, cwd),
                     title = coalesce(excluded.title, title),
+                    tool_name = coalesce(excluded.tool_name, tool_name),
                     state = excluded.state,
                     updated_at = excluded.updated_at",
             )?
@@ -539,7 +541,8 @@ fn apply(conn: &Connection, op: &StoreOp, now: i64) -> Result<(), BatchError> {
                 cwd,
                 title,
                 state.as_str(),
-                now
+                now,
+                tool_name
             ])?;
         }
         StoreOp::AppendUpdate { child_id, update } => {

@@ -45,7 +45,8 @@ pub struct Markers {
     pub parent: Vec<String>,
     /// May start a spawn (searched by the engine today).
     pub spawn: Vec<String>,
-    /// May end a background child from a frame of its own (Qwen's `backgroundTask`).
+    /// May end a background child from a frame of its own (Qwen's `backgroundTask`; searched
+    /// by the engine).
     pub end: Vec<String>,
     /// May be a sibling call carrying a child's work (AgentPool's `subagent:` box; searched
     /// by the engine).
@@ -149,7 +150,12 @@ impl Detector {
             .all(|ptr| ptr.starts_with("/_meta/"));
         Detector(Arc::new(Inner {
             parents_under_meta,
-            signals: Signals::new(&markers.parent, &markers.spawn, &markers.sibling),
+            signals: Signals::new(
+                &markers.parent,
+                &markers.spawn,
+                &markers.end,
+                &markers.sibling,
+            ),
             parent_finders: markers
                 .parent
                 .iter()
@@ -333,6 +339,17 @@ impl Detector {
         self.read(id, update, |p| &p.result)
     }
 
+    /// The child's final answer from a completed spawn update: the preset's `result`, else the
+    /// tool call's own content, as plain text.
+    pub fn answer_of(&self, id: PresetId, update: &Value) -> Option<String> {
+        self.result_of(id, update).or_else(|| {
+            update
+                .get("content")
+                .and_then(|c| value_text(c, super::spec::Block::All))
+                .map(Cow::into_owned)
+        })
+    }
+
     /// The child's live activity from a spawn update, for the card's title while it runs.
     pub fn progress_of(&self, id: PresetId, update: &Value) -> Option<String> {
         self.read(id, update, |p| &p.progress)
@@ -346,6 +363,28 @@ impl Detector {
     pub fn background_of(&self, id: PresetId, update: &Value) -> bool {
         self.preset(id)
             .is_some_and(|p| p.background.iter().any(|r| r.holds(update)))
+    }
+
+    /// Whether a background child's card stays open after its launch: the preset can end it
+    /// later (`end`), or the child has no stream of its own whose events would show it
+    /// running (no `parent` pointers), so a completed card would be the only sign of it.
+    pub fn keeps_background_open(&self, id: PresetId) -> bool {
+        self.preset(id)
+            .is_some_and(|p| !p.end.is_empty() || p.parent.is_empty())
+    }
+
+    /// Whether the agent sends nothing of the child but the spawn card itself: no prompt, no
+    /// result, no child events, no transcript, no replay (Gemini's `invoke_agent`).
+    pub fn child_unseen(&self, id: PresetId) -> bool {
+        self.preset(id).is_some_and(|p| {
+            p.prompt.is_empty()
+                && p.result.is_empty()
+                && p.parent.is_empty()
+                && p.sibling.is_empty()
+                && p.spawn_event.is_empty()
+                && p.transcript.is_none()
+                && p.child_replay == ChildReplay::None
+        })
     }
 
     /// Whether the agent replays the child itself (`session/load` of its child id).

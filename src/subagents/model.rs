@@ -199,6 +199,9 @@ pub struct Child {
     pub agent_child: Option<String>,
     /// The agent's name for the spawning tool.
     pub tool_name: String,
+    /// The preset that claimed the spawn: the child's later signals are read through it
+    /// (unknown for a child restored from the store until its spawn is seen again).
+    pub preset: Option<PresetId>,
     /// The task title as the agent gave it (without live progress).
     pub title: String,
     pub state: ChildState,
@@ -217,12 +220,14 @@ pub struct Child {
     pub tracking: Tracking,
     /// Message ids of standard `session_message`s already recorded (they arrive twice).
     pub seen_messages: Vec<String>,
+    /// The task read from a standard announcement, recorded as the prompt when the child's
+    /// work starts unless a `session_message` brought it first.
+    pub announced_prompt: Option<String>,
+    /// Child events carried by updates of the spawn card so far (Goose's tool requests).
+    pub spawn_events: u32,
     pub cwd: Option<String>,
     /// Bytes recorded in `thread`.
     pub bytes: usize,
-    /// The preset that claimed the spawn (unknown for a child restored from the store until
-    /// its spawn is replayed).
-    pub preset: Option<PresetId>,
     /// The child's work as the agent folds it into text, read so far.
     pub fold: Option<Box<Fold>>,
 }
@@ -243,6 +248,7 @@ impl Child {
             spawn_id,
             agent_child: None,
             tool_name,
+            preset: None,
             title: String::new(),
             state: ChildState::Announced,
             thread: Vec::new(),
@@ -261,9 +267,10 @@ impl Child {
             replay: Replay::Live,
             tracking: Tracking::Modelled,
             seen_messages: Vec::new(),
+            announced_prompt: None,
+            spawn_events: 0,
             cwd: None,
             bytes: 0,
-            preset: None,
             fold: None,
         }
     }

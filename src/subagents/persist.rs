@@ -15,6 +15,8 @@ pub struct StoredChild {
     pub agent: String,
     pub cwd: Option<String>,
     pub title: Option<String>,
+    /// The agent's name for the spawning tool (absent in rows of older stores).
+    pub tool_name: Option<String>,
     pub state: ChildState,
     /// The child's session/update `update` objects, exact JSON text, in order.
     pub updates: Vec<String>,
@@ -32,8 +34,8 @@ pub struct StoredChild {
 /// to an ordering slip.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreOp {
-    /// Create the child, or update its fields. `cwd` and `title` given as `None` keep the
-    /// stored value.
+    /// Create the child, or update its fields. `cwd`, `title` and `tool_name` given as `None`
+    /// keep the stored value.
     UpsertChild {
         child_id: String,
         parent_session_id: String,
@@ -41,6 +43,7 @@ pub enum StoreOp {
         agent: String,
         cwd: Option<String>,
         title: Option<String>,
+        tool_name: Option<String>,
         state: ChildState,
     },
     /// One update, appended after the previous ones of that child.

@@ -33,7 +33,8 @@ const READ_AHEAD: u16 = keys::kind::NEW_TOOL_CALL
     | keys::kind::PARENT
     | keys::kind::SUBAGENT
     | keys::kind::SESSION_MESSAGE
-    | keys::kind::SPAWN;
+    | keys::kind::SPAWN
+    | keys::kind::END;
 
 /// Scans agent frames for the keys an engine's presets test for; cheap to clone, `Send`.
 #[derive(Debug, Clone)]

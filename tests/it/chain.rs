@@ -1,5 +1,7 @@
 //! Proxy-chain mode through the binary: a scripted conductor sends `proxy/initialize`, and
 //! everything towards the agent travels wrapped in `proxy/successor`.
+//! The `two_links_under_conductor_…` tests run the real reference conductors (ignored here;
+//! `scripts/chain-e2e.sh` installs them and runs these).
 
 use acp_proxy::subagents::ids::child_session_id;
 use serde_json::{json, Value};
@@ -154,4 +156,131 @@ fn a_chain_link_says_that_it_runs_no_agent() {
     );
     assert!(!log.contains("sk-hidden"), "credentials stay hidden: {log}");
     assert!(!s.path("agent-ran").exists(), "the agent command was run");
+}
+
+/// The reference conductor `agent-client-protocol-conductor` at `version`, as
+/// `scripts/chain-e2e.sh` installs it (under `$E2E_CACHE`, like the real-agent kits).
+fn conductor(version: &str) -> std::path::PathBuf {
+    let cache = std::env::var_os("E2E_CACHE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            let home = std::env::var_os("XDG_CACHE_HOME")
+                .map(std::path::PathBuf::from)
+                .or_else(|| {
+                    std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".cache"))
+                })?;
+            Some(home.join("acp-proxy-e2e"))
+        })
+        .expect("E2E_CACHE, XDG_CACHE_HOME or HOME");
+    let bin = cache
+        .join(format!("conductor-{version}"))
+        .join("bin/agent-client-protocol-conductor");
+    assert!(
+        bin.exists(),
+        "{} is missing: scripts/chain-e2e.sh installs it",
+        bin.display()
+    );
+    bin
+}
+
+/// What Zed sees of one prompt of the demo agent (two Claude subagents) through `command`:
+/// the number of frames it gets, and its parent and child threads after it opened every card.
+fn zed_through(p: &mut Proxy) -> (usize, Vec<(String, Vec<String>)>) {
+    use crate::support::engine::entry_lines;
+    use acp_proxy::zed_view::{initialize_params, ZedModel, ZedRules};
+    let mut zed = ZedModel::new(ZedRules::V1_18);
+    let mut frames = 0;
+    let mut call = |p: &mut Proxy, zed: &mut ZedModel, msg: Value| -> Value {
+        zed.client_sent(&msg);
+        p.send_json(&msg);
+        loop {
+            let got = p.next_json();
+            zed.received(&got);
+            frames += 1;
+            if got.get("id") == msg.get("id") && got.get("method").is_none() {
+                return got;
+            }
+        }
+    };
+    call(
+        p,
+        &mut zed,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": initialize_params(ZedRules::V1_18)}),
+    );
+    let new = call(
+        p,
+        &mut zed,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+        "params": {"cwd": "/p", "mcpServers": []}}),
+    );
+    let sid = new["result"]["sessionId"]
+        .as_str()
+        .expect("session id")
+        .to_owned();
+    call(
+        p,
+        &mut zed,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+        "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "survey"}]}}),
+    );
+    let cards: Vec<String> = zed.threads[&sid]
+        .cards()
+        .iter()
+        .filter_map(|c| c.subagent.as_ref().map(|s| s.session_id.clone()))
+        .collect();
+    assert_eq!(cards.len(), 2, "two subagent cards");
+    for (n, child) in cards.iter().enumerate() {
+        call(
+            p,
+            &mut zed,
+            json!({"jsonrpc": "2.0", "id": 10 + n, "method": "session/load",
+            "params": {"sessionId": child, "cwd": "/p", "mcpServers": []}}),
+        );
+    }
+    let mut threads = vec![(sid.clone(), entry_lines(&zed.threads[&sid].entries))];
+    for child in cards {
+        threads.push((child.clone(), entry_lines(&zed.threads[&child].entries)));
+    }
+    assert!(zed.unknown_session_requests.is_empty() && zed.rejected.is_empty());
+    p.close_stdin();
+    (frames, threads)
+}
+
+/// Two acp-proxy links in one chain under a real conductor show Zed exactly what one proxy
+/// shows: the same frames, the same parent thread, the same child threads in full.
+fn two_links_show_what_one_shows(version: &str) {
+    let s = Scratch::new();
+    let bin = crate::support::proxy::BIN;
+    let mut one = Proxy::start(
+        s.dir.path(),
+        &["--store", "memory"],
+        &[bin.to_owned(), "demo-agent".to_owned()],
+    );
+    let want = zed_through(&mut one);
+    let link = format!("{bin} --store memory");
+    let mut chain = Proxy::start_program(
+        s.dir.path(),
+        &conductor(version),
+        &[
+            "agent".to_owned(),
+            link.clone(),
+            link,
+            format!("{bin} demo-agent"),
+        ],
+    );
+    let got = zed_through(&mut chain);
+    assert_eq!(got, want, "conductor {version}: stderr {}", chain.stderr());
+}
+
+#[test]
+#[ignore = "needs the reference conductors: scripts/chain-e2e.sh installs them and runs this"]
+fn two_links_under_conductor_3_6_0_show_what_one_link_shows() {
+    two_links_show_what_one_shows("3.6.0");
+}
+
+#[test]
+#[ignore = "needs the reference conductors: scripts/chain-e2e.sh installs them and runs this"]
+fn two_links_under_conductor_5_0_0_show_what_one_link_shows() {
+    two_links_show_what_one_shows("5.0.0");
 }

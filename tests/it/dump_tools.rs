@@ -308,7 +308,8 @@ fn judge(what: &str, dumps: &[PathBuf]) -> Vec<Value> {
 
 /// Captures whose subagents the presets recognise: in Zed mode the proxy makes cards.
 const WITH_CARDS: &[&str] = &[
-    "claude-agent-acp-",
+    "claude-agent-acp-0.101.0-native",
+    "claude-agent-acp-0.23.1-",
     "qwen-0.24.4-foreground-one",
     "qwen-0.24.4-foreground-two",
     "codex-2.6.0-standard-",
@@ -346,6 +347,11 @@ fn every_capture_replays_exactly_and_the_proxys_output_checks_clean() {
                     .filter(|l| l.contains("proxy→client") && l.contains("subagent_session_info"))
                     .count();
                 eprintln!("{what}: {cards} frames with a subagent card");
+                if name.contains("transcript-flag") {
+                    // Its client asked for the child's transcript itself, as a rewriting link
+                    // in front does: the proxy stands down.
+                    assert_eq!(cards, 0, "{what}: a link behind an opted-in one made cards");
+                }
                 if WITH_CARDS.iter().any(|n| name.contains(n)) {
                     assert!(cards > 0, "{what}: the proxy made subagent cards");
                     // The agent's subagent and the proxy's card for it are one subagent.

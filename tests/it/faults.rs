@@ -542,9 +542,6 @@ fn requests_before_the_session_new_response(initialize: &str, want_code: i64) {
 }
 
 #[test]
-#[ignore = "not implemented yet: the engine must answer agent requests for a session whose \
-            session/new response has not reached the client (design in docs/reliability.md); \
-            scheduled after the engine's restructuring"]
 fn requests_for_a_session_before_its_session_new_response_are_answered_by_the_proxy() {
     requests_before_the_session_new_response(ZED_0231_INITIALIZE, -32601);
     requests_before_the_session_new_response(ZED_TERMINAL_INITIALIZE, -32002);

@@ -744,6 +744,9 @@ fn every_matching_frame_holds_a_marker_of_its_rule() {
                 parents += 1;
                 assert!(all.scan(compact.as_bytes()).has(kind::PARENT), "{line}");
             }
+            if all.end_signal(u).is_some() {
+                assert!(all.scan(compact.as_bytes()).has(kind::END), "{line}");
+            }
         }
     }
     assert!(

@@ -328,6 +328,11 @@ fn child_thread_opens_after_the_proxy_restarts() {
             "stored transcript = task prompt + the agent's child events"
         );
         assert_eq!(c.parent_session_id, S);
+        assert_eq!(
+            c.tool_name.as_deref(),
+            Some("Agent"),
+            "the spawning tool's name"
+        );
         assert_eq!(c.spawn_tool_call_id, SPAWN);
         assert_eq!(c.state.as_str(), "completed");
         assert_eq!(c.entry_count as usize, live_entries.len());

@@ -130,6 +130,10 @@ fn live_progress_shows_in_the_card_title_while_running() {
     spawn(&mut h, S, "sp", None, "Survey");
     child_tool(&mut h, "sp", "t1", "Find `*.txt`");
     child_tool(&mut h, "sp", "t2", "Read a.txt");
+    // Progress is paced: the second step within the interval shows when it is over.
+    let card = h.zed.threads[S].card("sp").cloned().expect("card");
+    assert_eq!(card.title, "Survey · Find `*.txt` · 1 step");
+    h.advance(250);
     let card = h.zed.threads[S].card("sp").cloned().expect("card");
     assert_eq!(card.title, "Survey · Read a.txt · 2 steps");
     assert_eq!(

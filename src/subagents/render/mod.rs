@@ -53,6 +53,12 @@ pub trait Render: fmt::Debug + Send {
     /// the change of the card to show for it, if any.
     fn child_step(&mut self, child: &mut Child, step: &Step<'_>) -> Option<CardChange>;
 
+    /// The card's title while it shows the child's live progress (`child.progress`), if this
+    /// flavour titles cards with it.
+    fn progress_title(&self, _child: &Child) -> Option<String> {
+        None
+    }
+
     /// The engine let go of a child: drop what is kept for it.
     fn forget(&mut self, _child_id: &str) {}
 

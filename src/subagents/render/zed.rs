@@ -90,7 +90,8 @@ pub fn progress_notification(session: &str, child: &Child, title: &str) -> Bytes
     })
 }
 
-/// The live-progress title: `Task · latest activity · N steps`, bounded.
+/// The live-progress title: `Task · latest activity · N steps`, bounded (no step count
+/// where the agent reports its child's activity but no steps of it).
 pub fn progress_title(child: &Child) -> String {
     let mut title = child.title.clone();
     if let Some(activity) = &child.progress.activity {
@@ -98,8 +99,10 @@ pub fn progress_title(child: &Child) -> String {
         title.push_str(&truncate(activity, MAX_ACTIVITY_CHARS));
     }
     let steps = child.progress.steps;
-    let s = if steps == 1 { "" } else { "s" };
-    title.push_str(&format!(" · {steps} step{s}"));
+    if steps > 0 {
+        let s = if steps == 1 { "" } else { "s" };
+        title.push_str(&format!(" · {steps} step{s}"));
+    }
     truncate(&title, MAX_TITLE_CHARS)
 }
 
@@ -137,6 +140,10 @@ impl Render for Zed {
 
     fn spawn_update(&self, child: &Child, update: &mut Value, is_new: bool) {
         inject_meta(update, child, is_new);
+    }
+
+    fn progress_title(&self, child: &Child) -> Option<String> {
+        self.live_progress.then(|| progress_title(child))
     }
 
     fn child_step(&mut self, child: &mut Child, step: &Step<'_>) -> Option<CardChange> {

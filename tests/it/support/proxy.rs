@@ -103,6 +103,21 @@ impl Proxy {
         if !agent.is_empty() {
             cmd.arg("--").args(agent);
         }
+        Proxy::spawn(cmd)
+    }
+
+    /// Another program that speaks ACP on its stdio (a conductor running proxy links), in
+    /// `cwd` with the same `XDG_*` folders as [`Proxy::start`].
+    pub fn start_program(cwd: &Path, program: &Path, args: &[String]) -> Proxy {
+        let mut cmd = Command::new(program);
+        cmd.current_dir(cwd)
+            .env("XDG_STATE_HOME", cwd.join("state"))
+            .env("XDG_CONFIG_HOME", cwd.join("config"))
+            .args(args);
+        Proxy::spawn(cmd)
+    }
+
+    fn spawn(mut cmd: Command) -> Proxy {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# End-to-end tests with real agents (tests/e2e/README.md): install each agent kit at its pinned
+# version (once; the cache is reused), build the proxy and the e2e test binary, then run the
+# agents' tests offline, in a network namespace where only loopback is up.
+#
+#   scripts/e2e.sh                 every kit under tests/e2e/agents/
+#   scripts/e2e.sh codex qwen      only these
+#
+# Environment:
+#   ACP_PROXY_E2E_CACHE   where the agents are installed
+#                         (default ${XDG_CACHE_HOME:-$HOME/.cache}/acp-proxy-e2e)
+#   E2E_JOBS              agents run in parallel (default 2)
+#   E2E_RELAY=cat         replace the proxy with a plain `cat` relay: every test must fail
+#   E2E_KEEP=1, E2E_SHOW=1  keep every run's folder / print what Zed showed for every run
+# Needs: npm (installs), python3 (the model stand-ins), unshare and ip (util-linux,
+# iproute2), root or unprivileged user namespaces.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+kits_dir=tests/e2e/agents
+export E2E_CACHE="${ACP_PROXY_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/acp-proxy-e2e}"
+jobs="${E2E_JOBS:-2}"
+
+fail() { echo "e2e: $*" >&2; exit 1; }
+
+all=()
+for d in "$kits_dir"/*/; do all+=("$(basename "$d")"); done
+if [ "$#" -gt 0 ]; then agents=("$@"); else agents=("${all[@]}"); fi
+for a in "${agents[@]}"; do
+  [ -f "$kits_dir/$a/kit.toml" ] || fail "no agent kit \`$a\` (kits: ${all[*]})"
+done
+
+for tool in unshare ip python3; do
+  command -v "$tool" >/dev/null || fail "\`$tool\` is not on PATH (Debian: apt-get install util-linux iproute2 python3)"
+done
+# A network namespace (only loopback) and a PID namespace: whatever an agent leaves running
+# dies with the test binary. bash stays the namespace's init, so orphans are reaped.
+netns=(unshare --net --pid --fork --mount-proc)
+if [ "$(id -u)" != 0 ]; then netns=(unshare --map-root-user --net --pid --fork --mount-proc); fi
+"${netns[@]}" true 2>/dev/null \
+  || fail "cannot create a network namespace with \`${netns[*]}\` (run as root, or enable unprivileged user namespaces)"
+
+# Installs, in parallel: each kit's install.sh is idempotent and says what went wrong.
+echo "== e2e: installing ${agents[*]} into $E2E_CACHE"
+mkdir -p "$E2E_CACHE"
+logs="$(mktemp -d)"
+trap 'rm -rf "$logs"' EXIT
+pids=()
+for a in "${agents[@]}"; do
+  (
+    start=$SECONDS
+    if bash "$kits_dir/$a/install.sh" >"$logs/$a.log" 2>&1; then
+      echo "   $a: ready ($((SECONDS - start)) s)"
+    else
+      echo "   $a: INSTALL FAILED"
+      exit 1
+    fi
+  ) &
+  pids+=("$!")
+done
+failed=()
+for i in "${!agents[@]}"; do
+  wait "${pids[$i]}" || failed+=("${agents[$i]}")
+done
+for a in "${failed[@]}"; do
+  echo "--- install of $a failed:" >&2
+  tail -n 20 "$logs/$a.log" >&2
+done
+[ "${#failed[@]}" -eq 0 ] || fail "install failed for: ${failed[*]}"
+
+echo "== e2e: building the proxy and the e2e tests"
+cargo build --locked --bins
+cargo test --locked --test e2e --no-run
+bin="$(cargo test --locked --test e2e --no-run --message-format=json 2>/dev/null \
+  | python3 -c 'import json,sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "e2e" and m.get("executable"):
+        print(m["executable"])')"
+[ -x "$bin" ] || fail "could not build the e2e test binary (cargo test --test e2e --no-run)"
+
+# One test per kit (tests/e2e/main.rs); a kit without one would pass by running nothing.
+listed="$("$bin" --ignored --list 2>/dev/null)"
+tests=()
+for a in "${agents[@]}"; do
+  t="${a//-/_}"
+  grep -qx "$t: test" <<<"$listed" || fail "kit \`$a\` has no test \`$t\` in tests/e2e/main.rs (kit_tests!)"
+  tests+=("$t")
+done
+echo "== e2e: running ${tests[*]} offline (loopback only), $jobs at a time"
+start=$SECONDS
+set +e
+"${netns[@]}" bash -c 'ip link set lo up && "$@"' e2e-netns \
+  "$bin" --ignored --exact --nocapture --test-threads="$jobs" "${tests[@]}"
+status=$?
+set -e
+echo "== e2e: ${agents[*]}: $([ "$status" = 0 ] && echo passed || echo FAILED) in $((SECONDS - start)) s"
+exit "$status"

@@ -1,0 +1,219 @@
+//! Live progress on a card, paced: at most one progress update of a card per
+//! [`PROGRESS_INTERVAL_MS`], the latest state always delivered.
+//!
+//! Some agents report a running child many times a second (pi's spinner: every 80 ms per
+//! child). Each report would be a card update for the client to redraw (and, for a card in
+//! another child's thread, a write to the store). The first report of a quiet card goes out at
+//! once; later ones within the interval are merged into one held update, sent when the
+//! interval is over ([`Engine::poll_timeout`]), or before any other update of that card. A
+//! card that ends drops what it held: its final update carries the final state.
+
+use bytes::Bytes;
+use hashbrown::HashMap;
+use serde_json::Value;
+
+use super::{Action, Engine, Millis};
+use crate::subagents::ids::ChildId;
+use crate::subagents::render::CardChange;
+
+/// The shortest time between two progress updates of one card.
+pub(super) const PROGRESS_INTERVAL_MS: Millis = 250;
+
+/// The pacing state of every card that showed progress and is still open.
+#[derive(Debug, Default)]
+pub(super) struct Pacer {
+    cards: HashMap<ChildId, Paced>,
+}
+
+#[derive(Debug)]
+struct Paced {
+    /// When the card's last progress update went out.
+    sent_at: Millis,
+    held: Option<Held>,
+}
+
+/// A progress update waiting for its card's interval to end.
+#[derive(Debug)]
+struct Held {
+    due: Millis,
+    /// The session whose thread holds the card.
+    parent: String,
+    change: CardChange,
+}
+
+impl Pacer {
+    /// When the earliest held update is due.
+    pub(super) fn next_due(&self) -> Option<Millis> {
+        self.cards
+            .values()
+            .filter_map(|p| p.held.as_ref().map(|h| h.due))
+            .min()
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.cards.len()
+    }
+}
+
+/// `later` applied over `earlier`: a card update replaces the fields it names, so the merge
+/// of two is one update with the later value of every field.
+fn merge(earlier: CardChange, later: CardChange) -> CardChange {
+    match (earlier, later) {
+        (CardChange::Line(_), later @ CardChange::Line(_)) => later,
+        (earlier, later) => {
+            let (Some(mut base), Some(top)) = (as_update(earlier), as_update(later.clone())) else {
+                return later;
+            };
+            if let (Some(b), Value::Object(t)) = (base.as_object_mut(), top) {
+                for (k, v) in t {
+                    b.insert(k, v);
+                }
+            }
+            CardChange::Update(base)
+        }
+    }
+}
+
+/// The update a change carries (a written line is read back: rare, only when two kinds of
+/// progress meet within one interval).
+fn as_update(change: CardChange) -> Option<Value> {
+    match change {
+        CardChange::Update(v) => Some(v),
+        CardChange::Line(line) => line_update(&line),
+    }
+}
+
+fn line_update(line: &Bytes) -> Option<Value> {
+    let mut msg: Value = serde_json::from_slice(line).ok()?;
+    Some(msg.pointer_mut("/params/update")?.take())
+}
+
+impl Engine {
+    /// A progress update of a child's card (in `parent`'s thread): out now if the card was
+    /// quiet for an interval, else held (merged with what is held) until the interval ends.
+    pub(super) fn pace_progress(
+        &mut self,
+        cid: &ChildId,
+        parent: String,
+        change: CardChange,
+        out: &mut Vec<Action>,
+    ) {
+        let now = self.now;
+        let paced = match self.pace.cards.get_mut(cid) {
+            Some(p) => p,
+            None => {
+                self.pace.cards.insert(
+                    cid.clone(),
+                    Paced {
+                        sent_at: now,
+                        held: None,
+                    },
+                );
+                self.send_change(&parent, change, out);
+                return;
+            }
+        };
+        let due = paced.sent_at.saturating_add(PROGRESS_INTERVAL_MS);
+        let change = match paced.held.take() {
+            Some(held) => merge(held.change, change),
+            None => change,
+        };
+        if now >= due {
+            paced.sent_at = now;
+            self.send_change(&parent, change, out);
+        } else {
+            paced.held = Some(Held {
+                due,
+                parent,
+                change,
+            });
+        }
+    }
+
+    /// Another update of the card follows: what progress it held goes out first.
+    pub(super) fn settle_progress(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
+        let now = self.now;
+        let Some(held) = self.pace.cards.get_mut(cid).and_then(|p| {
+            let held = p.held.take()?;
+            p.sent_at = now;
+            Some(held)
+        }) else {
+            return;
+        };
+        self.send_change(&held.parent, held.change, out);
+    }
+
+    /// The card ended (or the child is let go of): what it held is superseded.
+    pub(super) fn end_progress(&mut self, cid: &ChildId) {
+        self.pace.cards.remove(cid);
+    }
+
+    /// Held progress whose interval is over goes out (in a fixed order: the same input gives
+    /// the same output).
+    pub(super) fn progress_due(&mut self, now: Millis, out: &mut Vec<Action>) {
+        let mut due: Vec<(Millis, ChildId)> = self
+            .pace
+            .cards
+            .iter()
+            .filter_map(|(id, p)| {
+                let h = p.held.as_ref()?;
+                (h.due <= now).then(|| (h.due, id.clone()))
+            })
+            .collect();
+        due.sort();
+        for (_, cid) in due {
+            self.settle_progress(&cid, out);
+        }
+    }
+
+    /// Every held update goes out now (the agent is gone: its last word on each card).
+    pub(super) fn flush_progress(&mut self, out: &mut Vec<Action>) {
+        let mut ids: Vec<ChildId> = self.pace.cards.keys().cloned().collect();
+        ids.sort();
+        for cid in ids {
+            self.settle_progress(&cid, out);
+        }
+    }
+
+    fn send_change(&mut self, parent: &str, change: CardChange, out: &mut Vec<Action>) {
+        match change {
+            CardChange::Update(card) => self.emit(parent, card, out),
+            CardChange::Line(line) => out.push(Action::ToClient(line)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn merged_updates_keep_the_later_value_of_every_field() {
+        let a = CardChange::Update(
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "t",
+            "title": "a", "content": [1]}),
+        );
+        let b = CardChange::Update(
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "t",
+            "title": "b", "rawOutput": {"x": 1}}),
+        );
+        let CardChange::Update(m) = merge(a, b) else {
+            panic!("an update");
+        };
+        assert_eq!(m["title"], "b");
+        assert_eq!(m["content"], json!([1]));
+        assert_eq!(m["rawOutput"], json!({"x": 1}));
+        let line = crate::wire::write::session_update(
+            "s",
+            &json!({"sessionUpdate": "tool_call_update", "toolCallId": "t", "title": "c"}),
+        );
+        let CardChange::Update(m) = merge(CardChange::Update(m), CardChange::Line(line)) else {
+            panic!("an update");
+        };
+        assert_eq!(
+            (m["title"].clone(), m["content"].clone()),
+            (json!("c"), json!([1]))
+        );
+    }
+}

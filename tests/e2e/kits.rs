@@ -1,0 +1,352 @@
+//! The agent kits (`tests/e2e/agents/<kit>/`, described in tests/e2e/README.md) and what the
+//! suite expects of each: one row per kit in [`EXPECT`].
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use crate::checks::Failure;
+use serde::Deserialize;
+
+/// What Zed should end up showing for one agent. Placeholders: `{tag}` is the subagent's tag
+/// (`alpha`, `beta`).
+#[derive(Debug)]
+pub(crate) struct Expect {
+    /// The kit folder under tests/e2e/agents/.
+    pub(crate) kit: &'static str,
+    /// The card's title once its child ended (while it runs, the proxy shows progress).
+    pub(crate) card_title: &'static str,
+    /// The proxy cuts the title to this many characters (the last one `…`); 0: not cut.
+    pub(crate) title_max_chars: usize,
+    /// `_meta.tool_name` on the card's `tool_call`.
+    pub(crate) tool_name: &'static str,
+    /// Scenarios in which the agent puts the child's own tool calls on the wire, so that the
+    /// child thread must hold them.
+    pub(crate) child_tools_in: &'static [&'static str],
+    /// Scenarios in which the agent puts the child's final words on the wire (as the child's
+    /// text, or as the spawn's result), so that the child thread must end with them.
+    pub(crate) child_answer_in: &'static [&'static str],
+    /// In the background scenario the main agent answers again (`MAIN-DONE`) once the child is
+    /// done; otherwise its last words are `MAIN-WAITING`.
+    pub(crate) background_followup: bool,
+    /// In the background scenario the agent sends nothing that ends the child, so its card
+    /// stays open (`in_progress`, no end index) after the launch.
+    pub(crate) background_open: bool,
+    /// Where a child's event names its spawn on the parent's session (JSON pointers into the
+    /// update), for agents whose history replays the children's events with the parent's: the
+    /// proxy serves the child threads from its store instead, so on reopen these are not
+    /// counted (each child thread must open as it did live).
+    pub(crate) child_event_keys: &'static [&'static str],
+    /// Product bugs this suite shows and that are not fixed yet. The named check must still
+    /// fail (the run says so loudly); once it passes, the run fails until the row is removed.
+    pub(crate) known_bugs: &'static [KnownBug],
+}
+
+#[derive(Debug)]
+pub(crate) struct KnownBug {
+    /// A scenario, or `*` for all.
+    pub(crate) scenario: &'static str,
+    /// The check's name, as a failed run prints it (`[check] ...`).
+    pub(crate) check: &'static str,
+    /// A piece of the failure's text that tells this bug from other failures of the check
+    /// (empty: any).
+    pub(crate) detail: &'static str,
+    pub(crate) note: &'static str,
+    /// It shows in some runs only: its absence does not fail the run.
+    pub(crate) sometimes: bool,
+}
+
+impl KnownBug {
+    pub(crate) fn applies(&self, scenario: &str) -> bool {
+        self.scenario == "*" || self.scenario == scenario
+    }
+
+    pub(crate) fn matches(&self, scenario: &str, f: &Failure) -> bool {
+        self.applies(scenario) && self.check == f.check && f.detail.contains(self.detail)
+    }
+}
+
+/// A known bug: `check` fails in `scenario` (`*`: all) with a message containing `detail`.
+const fn bug(
+    scenario: &'static str,
+    check: &'static str,
+    detail: &'static str,
+    note: &'static str,
+) -> KnownBug {
+    KnownBug {
+        scenario,
+        check,
+        detail,
+        note,
+        sometimes: false,
+    }
+}
+
+/// A known bug that shows in some runs only (its absence does not fail the run).
+const fn sometimes(
+    scenario: &'static str,
+    check: &'static str,
+    detail: &'static str,
+    note: &'static str,
+) -> KnownBug {
+    KnownBug {
+        sometimes: true,
+        ..bug(scenario, check, detail, note)
+    }
+}
+
+// Product bugs, with what shows them (docs/agents/*.md quote the frames).
+
+/// A child's permission request goes to Zed under the parent's session while the child is not
+/// loaded; Zed's main branch upserts the request's tool call into that thread, so the child's
+/// `Bash` call sits in the parent thread, pending for good (its updates go to the child).
+const CHILD_PERMISSION_IN_PARENT: &str =
+    "Zed main: a child's permission request under the parent puts the child's tool call in the parent thread";
+
+// What the agents themselves do, which no proxy can change.
+
+const GEMINI_NO_PROMPT: &str =
+    "gemini: the spawn carries no task prompt (no rawInput): the child thread holds only the proxy's note of what is known";
+const GEMINI_NO_SESSION: &str =
+    "gemini 0.61.0: session/load often answers \"No previous sessions found for this project.\" though the chat files exist";
+const GEMINI_REPLAY_TITLE: &str = "gemini: a replayed spawn is titled `Invoke Subagent`";
+const AGENTPOOL_EARLY_TERMINAL: &str =
+    "AgentPool: terminal/create under its new session before answering session/new (Zed refuses it)";
+const AGENTPOOL_NO_REPLAY: &str =
+    "AgentPool: session/load replays nothing, and the proxy re-creates from its store only \
+     the cards of standard-wire children, so the reopened thread is empty";
+
+pub(crate) const EXPECT: &[Expect] = &[
+    Expect {
+        kit: "claude-legacy",
+        card_title: "Survey text files ({tag})",
+        title_max_chars: 0,
+        tool_name: "Agent",
+        // A background `Agent` sends nothing of the child's work over ACP in 0.23.1.
+        child_tools_in: &["one", "two"],
+        child_answer_in: &["one", "two"],
+        background_followup: true,
+        background_open: false,
+        child_event_keys: &["/_meta/claudeCode/parentToolUseId"],
+        known_bugs: &[bug(
+            "two",
+            "parent-clean",
+            "`ls *.txt` is also in the parent thread",
+            CHILD_PERMISSION_IN_PARENT,
+        )],
+    },
+    Expect {
+        kit: "claude-acp",
+        card_title: "Survey text files ({tag})",
+        title_max_chars: 0,
+        // The agent sends no spawn tool call: the card is the proxy's, named as Zed's own.
+        tool_name: "spawn_agent",
+        child_tools_in: &["one", "two", "background"],
+        child_answer_in: &["one", "two", "background"],
+        background_followup: true,
+        background_open: false,
+        child_event_keys: &["/_meta/claudeCode/parentToolUseId"],
+        known_bugs: &[],
+    },
+    Expect {
+        kit: "codex",
+        // codex-acp sends no title: the proxy names the card after the spawn message's first
+        // line, cut short (the `codex` preset's `announce.title`).
+        card_title: "SUBAGENT:{tag} list the text files in the project and report what you find",
+        title_max_chars: 60,
+        tool_name: "spawn_agent",
+        child_tools_in: &["one", "two", "background"],
+        child_answer_in: &["one", "two", "background"],
+        background_followup: false,
+        background_open: false,
+        child_event_keys: &[],
+        known_bugs: &[],
+    },
+    Expect {
+        kit: "qwen",
+        // The `qwen` preset titles the card with the spawn's description.
+        card_title: "Survey text files ({tag})",
+        title_max_chars: 0,
+        tool_name: "agent",
+        // A background child (Qwen's default) sends nothing of its work.
+        child_tools_in: &["one", "two"],
+        child_answer_in: &["one", "two"],
+        background_followup: true,
+        background_open: false,
+        child_event_keys: &["/_meta/parentToolCallId"],
+        known_bugs: &[],
+    },
+    Expect {
+        kit: "opencode",
+        card_title: "Survey text files ({tag})",
+        title_max_chars: 0,
+        tool_name: "task",
+        // No child events: the thread holds the prompt and the task's result.
+        child_tools_in: &[],
+        child_answer_in: &["one", "two"],
+        background_followup: true,
+        background_open: false,
+        child_event_keys: &[],
+        known_bugs: &[],
+    },
+    Expect {
+        kit: "gemini",
+        // Titled by the agent's name, from "Delegating to agent 'codebase_investigator'".
+        card_title: "codebase_investigator",
+        title_max_chars: 0,
+        tool_name: "invoke_agent",
+        child_tools_in: &[],
+        child_answer_in: &[],
+        background_followup: true,
+        background_open: false,
+        child_event_keys: &[],
+        known_bugs: &[
+            bug("*", "child-prompt", "", GEMINI_NO_PROMPT),
+            sometimes(
+                "*",
+                "reopen",
+                "No previous sessions found",
+                GEMINI_NO_SESSION,
+            ),
+            sometimes("*", "cards", "Invoke Subagent", GEMINI_REPLAY_TITLE),
+        ],
+    },
+    Expect {
+        kit: "pi",
+        // The `pi` preset titles the card with `rawInput.description`.
+        card_title: "Survey text files ({tag})",
+        title_max_chars: 0,
+        tool_name: "Agent",
+        // No child events: the thread holds the prompt and the result (a background child:
+        // the prompt only; its follow-up lands in the parent, naming neither the child nor
+        // the spawn, so the card stays open).
+        child_tools_in: &[],
+        child_answer_in: &["one", "two"],
+        background_followup: true,
+        background_open: true,
+        child_event_keys: &[],
+        known_bugs: &[],
+    },
+    Expect {
+        kit: "agentpool",
+        card_title: "Calling task",
+        title_max_chars: 0,
+        tool_name: "task",
+        child_tools_in: &[],
+        child_answer_in: &["one", "two"],
+        background_followup: true,
+        background_open: false,
+        child_event_keys: &[],
+        known_bugs: &[
+            bug(
+                "*",
+                "zed-model",
+                "terminal/create for a session Zed does not know",
+                AGENTPOOL_EARLY_TERMINAL,
+            ),
+            bug("*", "reopen", "reopen:", AGENTPOOL_NO_REPLAY),
+            bug("*", "cards", "reopen:", AGENTPOOL_NO_REPLAY),
+        ],
+    },
+];
+
+impl Expect {
+    pub(crate) fn find(kit: &str) -> Result<&'static Expect> {
+        EXPECT.iter().find(|e| e.kit == kit).with_context(|| {
+            format!("kit `{kit}` has no row in EXPECT (tests/e2e/kits.rs): say what Zed should show for it")
+        })
+    }
+
+    pub(crate) fn title(&self, tag: &str) -> String {
+        let title = self.card_title.replace("{tag}", tag);
+        match self.title_max_chars {
+            n if n > 0 && title.chars().count() > n => {
+                let mut cut: String = title.chars().take(n - 1).collect();
+                cut.push('…');
+                cut
+            }
+            _ => title,
+        }
+    }
+
+    pub(crate) fn known_bug(&self, scenario: &str, f: &Failure) -> Option<&KnownBug> {
+        self.known_bugs.iter().find(|b| b.matches(scenario, f))
+    }
+}
+
+/// `kit.toml`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct KitToml {
+    pub(crate) name: String,
+    pub(crate) version: String,
+    pub(crate) model_server: bool,
+    pub(crate) scenarios: Vec<String>,
+    pub(crate) timeout_secs: u64,
+}
+
+pub(crate) const SCENARIOS: &[&str] = &["one", "two", "background"];
+
+/// The subagents a scenario delegates to (as in tests/e2e/standin/delegation.py).
+pub(crate) fn tags(scenario: &str) -> &'static [&'static str] {
+    match scenario {
+        "two" => &["alpha", "beta"],
+        _ => &["alpha"],
+    }
+}
+
+pub(crate) fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e")
+}
+
+pub(crate) struct Kit {
+    pub(crate) dir: PathBuf,
+    pub(crate) toml: KitToml,
+    pub(crate) expect: &'static Expect,
+}
+
+impl Kit {
+    pub(crate) fn load(name: &str) -> Result<Kit> {
+        let dir = root().join("agents").join(name);
+        let path = dir.join("kit.toml");
+        let text =
+            std::fs::read_to_string(&path).with_context(|| format!("read {}", path.display()))?;
+        let toml: KitToml =
+            toml::from_str(&text).with_context(|| format!("parse {}", path.display()))?;
+        if toml.name != name {
+            bail!(
+                "{}: name is `{}`, the folder `{name}`",
+                path.display(),
+                toml.name
+            );
+        }
+        for s in &toml.scenarios {
+            if !SCENARIOS.contains(&s.as_str()) {
+                bail!("{}: unknown scenario `{s}`", path.display());
+            }
+        }
+        for f in ["install.sh", "launch.sh", "model.py"] {
+            if !dir.join(f).is_file() {
+                bail!("kit `{name}` has no {f}");
+            }
+        }
+        Ok(Kit {
+            dir,
+            toml,
+            expect: Expect::find(name)?,
+        })
+    }
+
+    /// Every kit folder.
+    pub(crate) fn names() -> Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(root().join("agents")).context("list tests/e2e/agents")? {
+            let entry = entry?;
+            if entry.file_type()?.is_dir() {
+                names.push(entry.file_name().to_string_lossy().into_owned());
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+}
