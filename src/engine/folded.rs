@@ -61,14 +61,17 @@ impl Engine {
                 self.render.child_step(child, &step)
             };
             match card {
-                Some(CardChange::Update(card)) => {
+                Some(CardChange::Update(card)) if child.card_is_final() => {
                     let parent = child.parent.clone();
-                    if child.card_is_final() {
-                        self.persist_state(cid, out);
-                    }
+                    self.persist_state(cid, out);
                     self.emit(&parent, card, out);
                 }
-                Some(CardChange::Line(line)) => out.push(Action::ToClient(line)),
+                // The child's step on its open card: live progress, paced (AgentPool re-sends
+                // its box on every step).
+                Some(change) => {
+                    let parent = child.parent.clone();
+                    self.pace_progress(cid, parent, change, out);
+                }
                 None => {}
             }
         }

@@ -431,6 +431,46 @@ fn a_box_re_sent_whole_is_stored_once() {
 }
 
 #[test]
+fn a_box_flood_reaches_the_card_paced() {
+    // A version of the box every 20 ms for 4 s, a tool call every 10th: the card's live
+    // title (the child's latest step) changes 40 times, but goes out at most every 250 ms,
+    // and its last state is delivered.
+    let mut h = Harness::zed_session("agentpool", S);
+    h.update(S, task("t1", "helper"));
+    h.update(S, box_open("helper"));
+    let before = h.to_client.len();
+    let mut text = String::new();
+    for n in 0..200 {
+        if n % 5 == 4 {
+            text.push_str(&format!("\n🔧 Using tool: step{n}\n"));
+        } else {
+            text.push_str(&format!("word{n:03} "));
+        }
+        h.update(S, box_text("helper", &text));
+        h.advance(20);
+    }
+    h.advance(300);
+    let card_updates = h.to_client[before..]
+        .iter()
+        .filter_map(|b| serde_json::from_slice::<Value>(b).ok())
+        .filter(|v| v.pointer("/params/update/toolCallId") == Some(&json!("t1")))
+        .count();
+    assert!(
+        (8..=20).contains(&card_updates),
+        "{card_updates} card updates for 40 steps in 4 s"
+    );
+    let card = &h.zed.threads[S].cards()[0];
+    assert!(card.title.contains("step199"), "{}", card.title);
+    h.update(S, box_done("helper"));
+    h.update(S, task_done("t1"));
+    let card = &h.zed.threads[S].cards()[0];
+    assert_eq!(
+        (card.status.as_str(), card.title.as_str()),
+        ("completed", "Task t1")
+    );
+}
+
+#[test]
 fn a_reopened_parent_has_no_cards_the_store_still_holds_the_child() {
     // AgentPool replays nothing on `session/load` of the parent (the reopen dump): the
     // thread reopens empty, without the cards that would lead Zed to the children. The store
