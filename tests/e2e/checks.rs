@@ -405,6 +405,7 @@ fn canonical(v: &Value) -> String {
 pub(crate) fn read_dump(c: &mut Checks, phase: &str, path: &Path) -> Result<Vec<Value>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("read the dump {}", path.display()))?;
+    let answered = answered_by_the_proxy(&text);
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let rec: Value = serde_json::from_str(line)
@@ -429,6 +430,12 @@ pub(crate) fn read_dump(c: &mut Checks, phase: &str, path: &Path) -> Result<Vec<
             continue;
         };
         match serde_json::from_str::<Value>(frame) {
+            // A request the proxy answered itself (one for a session Zed does not know yet)
+            // was never Zed's to see.
+            Ok(v)
+                if v.get("method").is_some()
+                    && v.get("id")
+                        .is_some_and(|id| answered.contains(&id.to_string())) => {}
             Ok(v) => out.push(v),
             Err(e) => c.fail(
                 "dump",
@@ -440,6 +447,23 @@ pub(crate) fn read_dump(c: &mut Checks, phase: &str, path: &Path) -> Result<Vec<
         format!("{phase}: the dump is empty")
     });
     Ok(out)
+}
+
+/// The ids of agent requests the proxy answered itself: its own errors (`acp-proxy: …`) sent
+/// to the agent.
+fn answered_by_the_proxy(dump: &str) -> std::collections::HashSet<String> {
+    dump.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|rec| rec["dir"] == "proxy→agent")
+        .filter_map(|rec| serde_json::from_str::<Value>(rec["frame"].as_str()?).ok())
+        .filter(|f| {
+            f.get("method").is_none()
+                && f.pointer("/error/message")
+                    .and_then(Value::as_str)
+                    .is_some_and(|m| m.starts_with("acp-proxy:"))
+        })
+        .filter_map(|f| f.get("id").map(Value::to_string))
+        .collect()
 }
 
 /// Every `session/update` the agent sent reached Zed exactly once, in the parent or in one

@@ -110,8 +110,6 @@ const GEMINI_NO_PROMPT: &str =
 const GEMINI_NO_SESSION: &str =
     "gemini 0.61.0: session/load often answers \"No previous sessions found for this project.\" though the chat files exist";
 const GEMINI_REPLAY_TITLE: &str = "gemini: a replayed spawn is titled `Invoke Subagent`";
-const AGENTPOOL_EARLY_TERMINAL: &str =
-    "AgentPool: terminal/create under its new session before answering session/new (Zed refuses it)";
 const AGENTPOOL_NO_REPLAY: &str =
     "AgentPool: session/load replays nothing, and the proxy re-creates from its store only \
      the cards of standard-wire children, so the reopened thread is empty";
@@ -229,7 +227,7 @@ pub(crate) const EXPECT: &[Expect] = &[
     },
     Expect {
         kit: "agentpool",
-        card_title: "Calling task",
+        card_title: "Survey text files ({tag})",
         title_max_chars: 0,
         tool_name: "task",
         child_tools_in: &[],
@@ -238,12 +236,6 @@ pub(crate) const EXPECT: &[Expect] = &[
         background_open: false,
         child_event_keys: &[],
         known_bugs: &[
-            bug(
-                "*",
-                "zed-model",
-                "terminal/create for a session Zed does not know",
-                AGENTPOOL_EARLY_TERMINAL,
-            ),
             bug("*", "reopen", "reopen:", AGENTPOOL_NO_REPLAY),
             bug("*", "cards", "reopen:", AGENTPOOL_NO_REPLAY),
         ],
