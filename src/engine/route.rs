@@ -29,7 +29,9 @@ impl Engine {
             None | Some(Mode::Off) => true,
             Some(Mode::Zed | Mode::Acp | Mode::Transcript) => {
                 if self.reg.has_agent_children()
-                    || found.has(kind::SUBAGENT | kind::SESSION_MESSAGE | kind::PARENT)
+                    || found
+                        .has(kind::SUBAGENT | kind::SESSION_MESSAGE | kind::PARENT | kind::SIBLING)
+                    || self.agent_replays.may_name_one(frame)
                 {
                     return false;
                 }
@@ -154,6 +156,11 @@ impl Engine {
             titled: fields.title.is_some(),
         };
 
+        if let Some(cid) = self.agent_replays.child_of(sid).cloned() {
+            // A child the agent replays for the proxy's fetch (OpenCode).
+            self.replayed_update(&cid, sid, &fields, out);
+            return;
+        }
         match kind {
             "subagent_update" | "subagent_spawned" | "subagent_state_update" => {
                 // Zed's decoder rejects these kinds: they become cards, never pass through.
@@ -177,6 +184,13 @@ impl Engine {
         }
         if let Some(cid) = self.reg.by_agent_child(sid).cloned() {
             self.child_event_raw(&cid, sid, fields, found, frame, out);
+            return;
+        }
+        if found.has(keys::kind::SIBLING)
+            && tool.is_some()
+            && matches!(kind, "tool_call" | "tool_call_update")
+            && self.sibling_update(sid, raw, out)
+        {
             return;
         }
         if let Some(t) = &tool {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::lines::Transcript;
+use super::lines::{Grammar, Transcript};
 use super::preset::{EndRule, Preset};
 use super::spec::{ChildReplay, SiblingContent, SpawnEventKind, TranscriptOn};
 use super::vocab::{first_text, value_text, Source};
@@ -48,7 +48,8 @@ pub struct Markers {
     /// May end a background child from a frame of its own (Qwen's `backgroundTask`; searched
     /// by the engine).
     pub end: Vec<String>,
-    /// May be a sibling call carrying a child's work (AgentPool's `subagent:` box).
+    /// May be a sibling call carrying a child's work (AgentPool's `subagent:` box; searched
+    /// by the engine).
     pub sibling: Vec<String>,
 }
 
@@ -149,7 +150,12 @@ impl Detector {
             .all(|ptr| ptr.starts_with("/_meta/"));
         Detector(Arc::new(Inner {
             parents_under_meta,
-            signals: Signals::new(&markers.parent, &markers.spawn, &markers.end),
+            signals: Signals::new(
+                &markers.parent,
+                &markers.spawn,
+                &markers.end,
+                &markers.sibling,
+            ),
             parent_finders: markers
                 .parent
                 .iter()
@@ -425,6 +431,16 @@ impl Detector {
         let g = self.preset(id)?.transcript.as_ref()?;
         let text = first_text(&g.from, update)?;
         Some(g.parse(&text))
+    }
+
+    /// The folded transcript's text in this update, and the grammar that reads it.
+    pub fn transcript_text_of<'v>(
+        &self,
+        id: PresetId,
+        update: &'v Value,
+    ) -> Option<(&Grammar, Cow<'v, str>)> {
+        let g = self.preset(id)?.transcript.as_ref()?;
+        Some((g, first_text(&g.from, update)?))
     }
 
     /// Take a transcript text apart with this preset's grammar.

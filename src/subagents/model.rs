@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::detect::PresetId;
 use super::entries::{key_field, EntryCounter, EntryRules};
+use super::fold::Fold;
 use super::ids::ChildId;
 
 /// The tool name given to spawn cards the proxy synthesizes (Zed's own name for subagent
@@ -229,6 +230,8 @@ pub struct Child {
     pub cwd: Option<String>,
     /// Bytes recorded in `thread`.
     pub bytes: usize,
+    /// The child's work as the agent folds it into text, read so far.
+    pub fold: Option<Box<Fold>>,
 }
 
 impl Child {
@@ -271,6 +274,7 @@ impl Child {
             spawn_events: 0,
             cwd: None,
             bytes: 0,
+            fold: None,
         }
     }
 

@@ -64,6 +64,8 @@ struct Told {
     title: String,
     description: Option<String>,
     state: Option<Shown>,
+    /// The answer went to the parent.
+    replied: bool,
     /// Lines of the child's thread already looked at for task messages.
     scanned: usize,
 }
@@ -252,18 +254,25 @@ impl Render for Acp {
             }
         }
         told.scanned = child.thread.len();
-        if told.state != Some(shown)
-            && !(told.state == Some(Shown::Unknown) && shown == Shown::Running)
-        {
-            if shown == Shown::Idle(ChildState::Completed) {
-                if let Some(text) = reply_text(child) {
-                    let turn = child.turns.len().saturating_sub(1);
-                    out.push(json!({"sessionUpdate": "session_message",
-                        "messageId": format!("{}:reply:{turn}", child.id),
-                        "senderSessionId": child.id, "recipientSessionId": child.parent,
-                        "content": [{"type": "text", "text": text}]}));
-                }
+        let changed = told.state != Some(shown)
+            && !(told.state == Some(Shown::Unknown) && shown == Shown::Running);
+        if shown == Shown::Running {
+            // A continued child answers again.
+            told.replied = false;
+        }
+        // An answer the agent brings after the end (OpenCode's replay, fetched once the
+        // child finished) still goes to the parent, after the state.
+        if shown == Shown::Idle(ChildState::Completed) && !told.replied {
+            if let Some(text) = reply_text(child) {
+                let turn = child.turns.len().saturating_sub(1);
+                out.push(json!({"sessionUpdate": "session_message",
+                    "messageId": format!("{}:reply:{turn}", child.id),
+                    "senderSessionId": child.id, "recipientSessionId": child.parent,
+                    "content": [{"type": "text", "text": text}]}));
+                told.replied = true;
             }
+        }
+        if changed {
             let mut patch = subagent_update(child);
             patch["state"] = shown.state();
             out.push(patch);
