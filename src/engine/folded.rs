@@ -64,20 +64,9 @@ impl Engine {
                 };
                 self.render.child_step(child, &step)
             };
-            match card {
-                Some(CardChange::Update(card)) if child.card_is_final() => {
-                    let parent = child.parent.clone();
-                    self.persist_state(cid, out);
-                    self.emit(&parent, card, out);
-                }
-                // The child's step on its open card: live progress, paced (AgentPool re-sends
-                // its box on every step).
-                Some(change) => {
-                    let parent = child.parent.clone();
-                    self.pace_progress(cid, parent, change, out);
-                }
-                None => {}
-            }
+            // On an open card: live progress, paced (AgentPool re-sends its box on every step).
+            let (parent, settled) = (child.parent.clone(), child.card_is_final());
+            self.card_changed(cid, parent, settled, card, out);
         }
     }
 
