@@ -41,6 +41,7 @@ mod signals;
 mod spawn;
 mod standard;
 mod thread;
+mod timing;
 
 pub use action::{Action, Note, NoteLevel};
 pub use config::{ChildCancel, EngineConfig, Limits, LiveChildEvents, SubagentDisplay, ZedOptions};
