@@ -41,6 +41,7 @@ mod signals;
 mod spawn;
 mod standard;
 mod thread;
+mod timing;
 mod tool_order;
 
 pub use action::{Action, Note, NoteLevel};

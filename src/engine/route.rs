@@ -39,6 +39,10 @@ impl Engine {
                     // May end a background child.
                     return false;
                 }
+                if self.detector.any_timing() && self.reg.has_open_legacy_children() {
+                    // May be a child's by timing (a preset's opt-in).
+                    return false;
+                }
                 if !found.has(kind::TOOL_CALL) {
                     return true;
                 }
@@ -228,6 +232,13 @@ impl Engine {
         // Cheap exit for the common case: nothing here can be a spawn or a child event.
         let may_spawn = found.has(keys::kind::SPAWN)
             && (kind == "tool_call" || (kind == "tool_call_update" && fields.has_status));
+        if !names_parent && !may_spawn && self.detector.any_timing() {
+            if let Some(cid) = self.timed_child(sid, kind, tool) {
+                let update = parse_update().map(|u| self.mark_inferred(&cid, u, out));
+                self.child_event(&cid, sid, update, frame, out);
+                return;
+            }
+        }
         if !names_parent && !may_spawn {
             self.pass_to_top_level(frame, tf, out);
             if let (Some(t), "tool_call") = (tool, kind) {

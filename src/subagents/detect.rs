@@ -33,6 +33,8 @@ struct Inner {
     signals: Signals,
     /// Every preset's parent pointer starts at the update's `_meta`.
     parents_under_meta: bool,
+    /// Some preset allows attributing unmarked events by timing.
+    any_timing: bool,
     markers: Markers,
 }
 
@@ -148,8 +150,10 @@ impl Detector {
             .iter()
             .flat_map(|p| p.parent.iter())
             .all(|ptr| ptr.starts_with("/_meta/"));
+        let any_timing = presets.iter().any(|p| p.timing);
         Detector(Arc::new(Inner {
             parents_under_meta,
+            any_timing,
             signals: Signals::new(
                 &markers.parent,
                 &markers.spawn,
@@ -394,6 +398,12 @@ impl Detector {
     }
 
     /// Whether unmarked events may be attributed by timing (opt-in per preset).
+    /// Whether any preset in force attributes unmarked events by timing (checked on frames
+    /// that name no spawn, so kept as one flag).
+    pub fn any_timing(&self) -> bool {
+        self.0.any_timing
+    }
+
     pub fn timing_of(&self, id: PresetId) -> bool {
         self.preset(id).is_some_and(|p| p.timing)
     }

@@ -227,6 +227,8 @@ pub struct Child {
     pub announced_prompt: Option<String>,
     /// Child events carried by updates of the spawn card so far (Goose's tool requests).
     pub spawn_events: u32,
+    /// Events attributed to this child by timing alone (its preset's opt-in).
+    pub inferred_events: u32,
     pub cwd: Option<String>,
     /// Bytes recorded in `thread`.
     pub bytes: usize,
@@ -272,6 +274,7 @@ impl Child {
             seen_messages: Vec::new(),
             announced_prompt: None,
             spawn_events: 0,
+            inferred_events: 0,
             cwd: None,
             bytes: 0,
             fold: None,
@@ -505,6 +508,17 @@ impl Registry {
         self.children
             .values()
             .any(|c| c.top_session == session && c.is_open_legacy())
+    }
+
+    /// The running legacy children spawned on `agent_session` (no session of their own, not
+    /// settled).
+    pub fn running_legacy_in<'a>(
+        &'a self,
+        agent_session: &'a str,
+    ) -> impl Iterator<Item = &'a Child> {
+        self.children.values().filter(move |c| {
+            c.agent_session == agent_session && c.agent_child.is_none() && !c.state.is_final()
+        })
     }
 
     /// Nesting depth of a session: 0 for a top-level session, 1 for its children, ...
