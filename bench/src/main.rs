@@ -5,6 +5,7 @@
 //! agent it (or the relay under test) spawns, `gen` writes a traffic stream.
 
 mod agent;
+mod bound;
 mod client;
 mod engine_only;
 mod gen;
@@ -61,6 +62,20 @@ enum Cmd {
         #[arg(long, default_value = "zed")]
         display: String,
         #[arg(long, default_value_t = 3)]
+        reps: usize,
+        #[arg(long, default_value = "target/acp-bench")]
+        dir: PathBuf,
+    },
+    /// What single passes over a stream's bytes cost in memory (copy, line split, key
+    /// searches): the bounds the relay's own work is measured against.
+    Bound {
+        #[arg(long, default_value = "mix")]
+        profile: String,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value = "256M")]
+        bytes: String,
+        #[arg(long, default_value_t = 5)]
         reps: usize,
         #[arg(long, default_value = "target/acp-bench")]
         dir: PathBuf,
@@ -140,6 +155,22 @@ fn main() -> ExitCode {
             let dir = dir.join("traffic");
             let profile = Profile::parse(&profile)?;
             engine_only::run(&dir, profile, seed, parse_size(&bytes)?, &display, reps)
+        })(),
+        Cmd::Bound {
+            profile,
+            seed,
+            bytes,
+            reps,
+            dir,
+        } => (|| {
+            let dir = dir.join("traffic");
+            bound::run(
+                &dir,
+                Profile::parse(&profile)?,
+                seed,
+                parse_size(&bytes)?,
+                reps,
+            )
         })(),
     };
     match result {
