@@ -34,6 +34,7 @@ mod permissions;
 mod recent;
 mod replay;
 mod route;
+mod runs;
 mod signals;
 mod spawn;
 mod standard;
