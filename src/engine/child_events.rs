@@ -209,19 +209,8 @@ impl Engine {
         } else {
             None
         };
-        match card {
-            Some(CardChange::Update(card)) if final_card => {
-                let parent = child.parent.clone();
-                self.persist_state(cid, out);
-                self.emit(&parent, card, out);
-            }
-            // The child's step on its open card: live progress, paced.
-            Some(change) => {
-                let parent = child.parent.clone();
-                self.pace_progress(cid, parent, change, out);
-            }
-            None => {}
-        }
+        let parent = child.parent.clone();
+        self.card_changed(cid, parent, final_card, card, out);
         if let (Some(t), "tool_call") = (tool.as_deref(), kind.as_ref()) {
             self.release_held(agent_session, t, out);
         }

@@ -47,6 +47,11 @@ impl Engine {
             )));
             return;
         }
+        if method == "session/load" && self.agent_replays.pending(sid) {
+            // The agent is replaying this child for the proxy: answered once that is done.
+            self.agent_replays.hold_load(sid, frame);
+            return;
+        }
         match method {
             "session/load" => {
                 if let Some(child) = self.reg.get_mut(sid) {

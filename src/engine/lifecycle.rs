@@ -87,17 +87,20 @@ impl Engine {
             let Some(old) = self.finished.pop_front() else {
                 break;
             };
-            let busy = self
-                .reg
-                .children
-                .values()
-                .any(|c| c.parent == old.as_str() && !c.state.is_final());
+            let busy = self.agent_replays.pending(&old)
+                || self
+                    .reg
+                    .children
+                    .values()
+                    .any(|c| c.parent == old.as_str() && !c.state.is_final());
             if busy || !self.reg.get(&old).is_some_and(|c| c.state.is_final()) {
                 continue;
             }
             self.reg.remove(&old);
             self.render.forget(&old);
             self.end_progress(&old);
+            self.agent_replays.forget(&old);
+            self.siblings.forget(&old);
             self.store_tried.remove(old.as_str());
         }
     }

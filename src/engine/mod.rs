@@ -20,10 +20,12 @@
 //! the config depend on it, never the other way round.
 
 mod action;
+mod agent_replay;
 mod child_events;
 mod child_sessions;
 mod config;
 mod early_requests;
+mod folded;
 mod foreign;
 mod guards;
 mod handshake;
@@ -35,10 +37,12 @@ mod recent;
 mod replay;
 mod route;
 mod runs;
+mod sibling;
 mod signals;
 mod spawn;
 mod standard;
 mod thread;
+mod timing;
 
 pub use action::{Action, Note, NoteLevel};
 pub use config::{ChildCancel, EngineConfig, Limits, LiveChildEvents, SubagentDisplay, ZedOptions};
@@ -60,9 +64,11 @@ use crate::wire::keys;
 use crate::wire::read_ahead::{AgentScan, Pre, Scanner};
 use crate::wire::update_view::UpdateFrame;
 use crate::wire::{self, write};
+use agent_replay::AgentReplays;
 use pending::PendingRequests;
 use permissions::HeldRequest;
 use recent::RecentSet;
+use sibling::Siblings;
 
 /// Milliseconds on a monotonic clock chosen by the shell.
 pub type Millis = u64;
@@ -121,6 +127,10 @@ pub struct Engine {
     now: Millis,
     /// Live progress of cards, paced.
     pace: pace::Pacer,
+    /// Children the agent replays itself, fetched by the proxy.
+    agent_replays: AgentReplays,
+    /// Calls beside spawns that carry their children's work.
+    siblings: Siblings,
 }
 
 impl Default for Engine {
@@ -173,6 +183,8 @@ impl Engine {
             refused: Default::default(),
             now: 0,
             pace: pace::Pacer::default(),
+            agent_replays: AgentReplays::default(),
+            siblings: Siblings::default(),
         }
     }
 
@@ -220,6 +232,9 @@ impl Engine {
                 let session = session_of(env.params);
                 drop(env);
                 if self.models_subagents() {
+                    if matches!(method.as_str(), "session/new" | "session/load") {
+                        self.agent_replays.client_opens(&id, &method, &frame);
+                    }
                     if let Some(sid) = &session {
                         if self.serves_child(sid) {
                             self.client_child_request(&id, &method, sid, frame, now, out);
@@ -333,6 +348,12 @@ impl Engine {
         }
         match env.kind() {
             Kind::Response => {
+                if let Some(id) = env.id.filter(|id| self.agent_replays.owns(id)) {
+                    let id = id.to_owned();
+                    drop(env);
+                    self.replay_answered(&id, &frame, out);
+                    return;
+                }
                 let Some(req) = env.id.and_then(|id| self.client_requests.remove(id)) else {
                     out.push(Action::ToClient(frame));
                     return;
@@ -373,6 +394,8 @@ impl Engine {
     pub fn agent_gone(&mut self, reason: &str, out: &mut Vec<Action>) {
         self.sessions.agent_gone();
         self.flush_progress(out);
+        // Children waiting for the agent's replay get what their spawn said.
+        self.replays_abandoned(out);
         for held in std::mem::take(&mut self.held) {
             // The client may still answer nothing useful, but it must not lose the frame.
             out.push(Action::ToClient(held.frame));
@@ -414,6 +437,8 @@ impl Engine {
             ("refused_children", self.refused.len()),
             ("paced_cards", self.pace.len()),
         ]);
+        sizes.extend(self.agent_replays.footprint());
+        sizes.extend(self.siblings.footprint());
         sizes
     }
 
@@ -441,6 +466,9 @@ impl Engine {
     ) {
         if req.method == "initialize" && self.models_subagents() {
             self.choose_presets(&frame, out);
+        }
+        if req.method == "session/new" && self.models_subagents() {
+            self.agent_replays.session_created(&req.id, &frame);
         }
         match req.method.as_str() {
             "initialize" if self.zed() => self.agent_initialized(frame, out),

@@ -89,6 +89,26 @@ fn line_update(line: &Bytes) -> Option<Value> {
 }
 
 impl Engine {
+    /// What a child's step did to its card: a settled card's grown range goes out (and is
+    /// stored) at once, an open card's progress is paced.
+    pub(super) fn card_changed(
+        &mut self,
+        cid: &ChildId,
+        parent: String,
+        settled: bool,
+        card: Option<CardChange>,
+        out: &mut Vec<Action>,
+    ) {
+        match card {
+            Some(CardChange::Update(card)) if settled => {
+                self.persist_state(cid, out);
+                self.emit(&parent, card, out);
+            }
+            Some(change) => self.pace_progress(cid, parent, change, out),
+            None => {}
+        }
+    }
+
     /// A progress update of a child's card (in `parent`'s thread): out now if the card was
     /// quiet for an interval, else held (merged with what is held) until the interval ends.
     pub(super) fn pace_progress(

@@ -40,6 +40,11 @@ impl PendingRequests {
         self.by_id.remove(id.get())
     }
 
+    /// Whether a request with this id (its JSON text) is pending.
+    pub(super) fn contains(&self, id: &str) -> bool {
+        self.by_id.contains_key(id)
+    }
+
     pub(super) fn len(&self) -> usize {
         self.by_id.len()
     }

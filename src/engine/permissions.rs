@@ -34,16 +34,17 @@ impl Engine {
     /// When [`Engine::handle_timeout`] must next be called, if ever.
     pub fn poll_timeout(&self) -> Option<Millis> {
         let held = self.held.iter().map(|h| h.deadline).min();
-        match (held, self.pace.next_due()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        held.into_iter()
+            .chain(self.pace.next_due())
+            .chain(self.agent_replays.deadline())
+            .min()
     }
 
     /// Time passed: release what waited too long, send the card progress that is due.
     pub fn handle_timeout(&mut self, now: Millis, out: &mut Vec<Action>) {
         self.now = self.now.max(now);
         self.progress_due(now, out);
+        self.replay_timeouts(now, out);
         let (due, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
             .into_iter()
             .partition(|h| h.deadline <= now);

@@ -28,12 +28,18 @@ impl Engine {
             None | Some(Mode::Off) | Some(Mode::Acp) => true,
             Some(Mode::Zed | Mode::Transcript) => {
                 if self.reg.has_agent_children()
-                    || found.has(kind::SUBAGENT | kind::SESSION_MESSAGE | kind::PARENT)
+                    || found
+                        .has(kind::SUBAGENT | kind::SESSION_MESSAGE | kind::PARENT | kind::SIBLING)
+                    || self.agent_replays.may_name_one(frame)
                 {
                     return false;
                 }
                 if found.has(kind::END) && self.reg.has_open_legacy_children() {
                     // May end a background child.
+                    return false;
+                }
+                if self.detector.any_timing() && self.reg.has_open_legacy_children() {
+                    // May be a child's by timing (a preset's opt-in).
                     return false;
                 }
                 if !found.has(kind::TOOL_CALL) {
@@ -140,6 +146,11 @@ impl Engine {
         let parse_update = || serde_json::from_str::<Value>(raw).ok();
         let names_parent = found.has(keys::kind::PARENT);
 
+        if let Some(cid) = self.agent_replays.child_of(sid).cloned() {
+            // A child the agent replays for the proxy's fetch (OpenCode).
+            self.replayed_update(&cid, sid, &fields, out);
+            return;
+        }
         match kind {
             "subagent_update" | "subagent_spawned" | "subagent_state_update" => {
                 // Zed's decoder rejects these kinds: they become cards, never pass through.
@@ -163,6 +174,13 @@ impl Engine {
         }
         if let Some(cid) = self.reg.by_agent_child(sid).cloned() {
             self.child_event_raw(&cid, sid, fields, found, frame, out);
+            return;
+        }
+        if found.has(keys::kind::SIBLING)
+            && tool.is_some()
+            && matches!(kind, "tool_call" | "tool_call_update")
+            && self.sibling_update(sid, raw, out)
+        {
             return;
         }
         if let Some(t) = &tool {
@@ -200,6 +218,13 @@ impl Engine {
         // Cheap exit for the common case: nothing here can be a spawn or a child event.
         let may_spawn = found.has(keys::kind::SPAWN)
             && (kind == "tool_call" || (kind == "tool_call_update" && fields.has_status));
+        if !names_parent && !may_spawn && self.detector.any_timing() {
+            if let Some(cid) = self.timed_child(sid, kind, tool) {
+                let update = parse_update().map(|u| self.mark_inferred(&cid, u, out));
+                self.child_event(&cid, sid, update, frame, out);
+                return;
+            }
+        }
         if !names_parent && !may_spawn {
             out.push(Action::ToClient(frame));
             if let (Some(t), "tool_call") = (tool, kind) {

@@ -14,8 +14,14 @@ impl Engine {
     /// [`Engine::from_agent_scanned`] would decide for it, with no change of state).
     fn sieve(&self) -> Sieve<'_> {
         if self.models_subagents() {
-            // A standard child's frames are told apart by session id alone.
-            if self.reg.has_agent_children() {
+            // What makes `passes_untouched` read a frame that holds none of the keys: a
+            // standard child's frames and a replayed agent session's are told apart by session
+            // id alone, and a preset that attributes by timing claims unmarked events while a
+            // legacy child runs.
+            let unmarked_may_matter = self.reg.has_agent_children()
+                || !self.agent_replays.is_empty()
+                || (self.detector.any_timing() && self.reg.has_open_legacy_children());
+            if unmarked_may_matter {
                 Sieve::Each
             } else {
                 Sieve::Keys(self.detector.signals())
@@ -84,6 +90,7 @@ impl Engine {
             let Some((start, end, scan)) = next else {
                 break;
             };
+            self.debug_check_passed(run, pos, start);
             let before = out.len();
             self.from_agent_scanned(run.slice(start..end), scan, now, out);
             pos = end;
@@ -99,8 +106,26 @@ impl Engine {
             }
             passed = end;
         }
+        self.debug_check_passed(run, pos, run.len());
         if passed < run.len() {
             out.push(Action::ToClient(run.slice(passed..)));
+        }
+    }
+
+    /// Debug builds (every test): the lines `run[from..to]` the sieve let pass hold no key and
+    /// do pass untouched, so `sieve` cannot drift from the engine's own test.
+    fn debug_check_passed(&self, run: &[u8], from: usize, to: usize) {
+        if !cfg!(debug_assertions) || !self.models_subagents() || from >= to {
+            return;
+        }
+        for (a, b) in crate::wire::lines(&run[from..to]) {
+            let line = &run[from + a..from + b];
+            let found = self.detector.scan(line);
+            debug_assert!(
+                found.is_empty() && self.passes_untouched(line, found),
+                "a line the sieve passed needs reading: {}",
+                String::from_utf8_lossy(line)
+            );
         }
     }
 }

@@ -43,6 +43,9 @@ impl Engine {
                 self.persist_child(&id, out);
             }
         }
+        if let Some(key) = self.detector.sibling_key_of(preset, &update) {
+            self.siblings.set_key(&id, key);
+        }
         self.spawn_event(&id, "tool_call", Some(update), out);
     }
 
@@ -52,7 +55,7 @@ impl Engine {
         let d = &self.detector;
         match preset {
             Some(p) => Reading {
-                preset_title: d.title_of(p, update),
+                preset_title: d.title_of(p, update).filter(|t| !t.is_empty()),
                 prompt: d.prompt_of(p, update),
                 background: d.background_of(p, update),
                 progress: d.progress_of(p, update),
@@ -78,7 +81,7 @@ impl Engine {
     ) {
         let Some(mut update) = update else { return };
         let is_new = kind == "tool_call";
-        if is_new && self.reg.get(cid).is_some_and(|c| c.preset.is_none()) {
+        if self.reg.get(cid).is_some_and(|c| c.preset.is_none()) {
             // A child restored from the store: its replayed spawn says which preset it is,
             // and the tool's name (the store keeps neither).
             if let Some(spawn) = self.detector.spawn(&update) {
@@ -102,27 +105,34 @@ impl Engine {
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
+        // What the child thread gets before the card's transcript (if any) is read.
         let mut to_record: Vec<Value> = Vec::new();
         let agents_title = str_field(&update, "title")
             .filter(|t| !t.is_empty())
             .map(str::to_owned);
+        // A replay of a child the store kept keeps the title it had (dsh replays no label).
+        let keep_title = child.replay_known() && !child.title.is_empty();
         match &reading.preset_title {
-            // The preset knows where the task's title is: it wins over the agent's own.
-            Some(t) => child.title = t.clone(),
+            // The preset knows where the task's title is: it wins over the agent's own, which
+            // can be the same for every tool (AgentPool's `Calling task`) or wrap the task
+            // (Qwen's `Agent: Survey text files`, Gemini's `Delegating to agent '…'`).
+            Some(t) => {
+                if !keep_title {
+                    child.title = t.clone();
+                }
+            }
             None => {
                 if let Some(t) = &agents_title {
-                    // Claude first titles the card with the tool's name, then with the task; a
-                    // replay keeps the title the store has.
-                    let keep = child.replay_known() && !child.title.is_empty();
-                    if !keep && (child.title.is_empty() || *t != child.tool_name) {
+                    // Claude first titles the card with the tool's name, then with the task.
+                    if !keep_title && (child.title.is_empty() || *t != child.tool_name) {
                         child.title = t.clone();
                     }
                 }
-                if child.title.is_empty() || child.title == child.tool_name {
-                    if let Some(d) = self.detector.description(&update) {
-                        child.title = d.to_owned();
-                    }
-                }
+            }
+        }
+        if child.title.is_empty() || child.title == child.tool_name {
+            if let Some(d) = self.detector.description(&update) {
+                child.title = d.to_owned();
             }
         }
         if is_new && unseen && child.thread.is_empty() && !child.replay_known() {
@@ -140,30 +150,17 @@ impl Engine {
             child.run = Run::Background;
         }
         let status = str_field(&update, "status").map(str::to_owned);
+        let completed = status.as_deref() == Some("completed");
+        let ended = matches!(status.as_deref(), Some("completed" | "failed"));
         let mut finished = false;
         let mut launched = false;
         match status.as_deref() {
             Some("completed" | "failed") if !child.card_is_final() => {
-                let completed = status.as_deref() == Some("completed");
-                let fresh = !child.replay_known();
                 if child.is_background() && keeps_open && completed {
                     // Only the launch (its notice stays the card's content): the card stays
                     // open until the child ends.
                     launched = true;
                 } else {
-                    if unseen && fresh {
-                        to_record.push(render::agent_text(&unseen_end(completed, &update)));
-                    } else if completed
-                        && !child.is_background()
-                        && fresh
-                        && !child.entries.last_is_assistant()
-                    {
-                        // Agents that do not stream the child's prose still report its answer:
-                        // it closes the child thread.
-                        if let Some(text) = &answer {
-                            to_record.push(render::agent_text(text));
-                        }
-                    }
                     finished = true;
                 }
             }
@@ -172,6 +169,7 @@ impl Engine {
             }
             _ => {}
         }
+        let fresh = !child.replay_known();
         let mut progress = false;
         if !finished && !child.card_is_final() {
             if let Some(activity) = reading.progress {
@@ -182,8 +180,53 @@ impl Engine {
         if launched {
             update["status"] = json!("in_progress");
         }
+        let had_title = update.get("title").is_some();
+        let recorded = !to_record.is_empty();
         for u in &to_record {
             self.record_in(cid, u, out);
+        }
+        // The child's work folded into the card (dsh): into the child thread; the card keeps
+        // only the child's answer.
+        let folded = self.spawn_transcript(cid, &mut update, status.as_deref(), out);
+        // The agent replays this child itself (OpenCode): its real work is fetched, and the
+        // answer is only what the thread gets if that fails. A replayed completion (the parent
+        // reopened) fetches too when the thread lacks the work.
+        let fetch = (ended && !launched)
+            .then(|| self.replay_to_fetch(cid, &update))
+            .flatten();
+        // How the child ended, in its thread.
+        let mut ending: Option<Value> = None;
+        if finished || fetch.is_some() {
+            let Some(child) = self.reg.get(cid) else {
+                return;
+            };
+            if unseen && fresh && finished {
+                ending = Some(render::agent_text(&unseen_end(completed, &update)));
+            } else if completed && !child.is_background() && (fetch.is_some() || fresh) {
+                // Agents that do not stream the child's prose still report its answer: it
+                // closes the child thread.
+                let after_prose = child.entries.last_is_assistant();
+                let text = match &folded {
+                    // A folded transcript's last prose is not always the answer (dsh settles
+                    // with a block of its own); after the child's own last words it would
+                    // run on in the same message.
+                    Some(folded_answer) => {
+                        let last_folded = child.fold.as_ref().and_then(|f| f.last_text());
+                        folded_answer
+                            .clone()
+                            .filter(|a| Some(a.as_str()) != last_folded)
+                            .map(|a| if after_prose { format!("\n\n{a}") } else { a })
+                    }
+                    None if !after_prose => answer,
+                    None => None,
+                };
+                ending = text.map(|t| render::agent_text(&t));
+            }
+        }
+        match (&fetch, ending) {
+            (Some(_), ending) => self.agent_replays.fallback(cid, ending),
+            (None, Some(u)) => self.record_in(cid, &u, out),
+            (None, None) => {}
         }
         if let Some(event) = &reading.event {
             if !finished && self.reg.get(cid).is_some_and(|c| !c.replay_known()) {
@@ -192,13 +235,11 @@ impl Engine {
             }
         }
         if finished {
-            let completed = status.as_deref() == Some("completed");
             self.close_spawn_events(cid, completed, out);
         }
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
-        let completed = status.as_deref() == Some("completed");
         let mut retitle = false;
         if finished {
             let state = if child.is_background() && (completed || !keeps_open) {
@@ -216,6 +257,15 @@ impl Engine {
         } else if progress && self.render.progress_title(child).is_some() {
             child.card = Card::Progress;
         }
+        // A card update that only carried the folded transcript has nothing left to show.
+        let empty = folded.is_some()
+            && !finished
+            && !is_new
+            && !had_title
+            && !progress
+            && ["status", "content"]
+                .iter()
+                .all(|k| update.get(*k).is_none());
         if retitle || agents_title.is_some() || reading.preset_title.is_some() || is_new || progress
         {
             // The title the card shows: the task's, or its live progress.
@@ -232,7 +282,11 @@ impl Engine {
         }
         self.render.spawn_update(child, &mut update, is_new);
         let parent = child.parent.clone();
-        if finished || !to_record.is_empty() {
+        if finished {
+            // The title it ended with, for a reopen whose replay lacks it.
+            self.persist_child(cid, out);
+        }
+        if finished || recorded {
             self.persist_state(cid, out);
         }
         // Updates that only report progress are paced; any other goes out at once, after
@@ -240,13 +294,15 @@ impl Engine {
         let paced = progress && !is_new && !finished && !launched && status_is_running(&status);
         if paced {
             self.pace_progress(cid, parent, CardChange::Update(update), out);
-        } else {
-            if finished {
-                self.end_progress(cid);
-            } else {
-                self.settle_progress(cid, out);
-            }
+        } else if finished {
+            self.end_progress(cid);
             self.emit(&parent, update, out);
+        } else if !empty {
+            self.settle_progress(cid, out);
+            self.emit(&parent, update, out);
+        }
+        if let Some(agent_child) = fetch {
+            self.fetch_replay(cid, &agent_child, out);
         }
         if finished {
             self.retire(cid);

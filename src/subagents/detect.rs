@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::lines::Transcript;
+use super::lines::{Grammar, Transcript};
 use super::preset::{EndRule, Preset};
 use super::spec::{ChildReplay, SiblingContent, SpawnEventKind, TranscriptOn};
 use super::vocab::{first_text, value_text, Source};
@@ -33,6 +33,8 @@ struct Inner {
     signals: Signals,
     /// Every preset's parent pointer starts at the update's `_meta`.
     parents_under_meta: bool,
+    /// Some preset allows attributing unmarked events by timing.
+    any_timing: bool,
     markers: Markers,
 }
 
@@ -48,7 +50,8 @@ pub struct Markers {
     /// May end a background child from a frame of its own (Qwen's `backgroundTask`; searched
     /// by the engine).
     pub end: Vec<String>,
-    /// May be a sibling call carrying a child's work (AgentPool's `subagent:` box).
+    /// May be a sibling call carrying a child's work (AgentPool's `subagent:` box; searched
+    /// by the engine).
     pub sibling: Vec<String>,
 }
 
@@ -147,9 +150,16 @@ impl Detector {
             .iter()
             .flat_map(|p| p.parent.iter())
             .all(|ptr| ptr.starts_with("/_meta/"));
+        let any_timing = presets.iter().any(|p| p.timing);
         Detector(Arc::new(Inner {
             parents_under_meta,
-            signals: Signals::new(&markers.parent, &markers.spawn, &markers.end),
+            any_timing,
+            signals: Signals::new(
+                &markers.parent,
+                &markers.spawn,
+                &markers.end,
+                &markers.sibling,
+            ),
             parent_finders: markers
                 .parent
                 .iter()
@@ -388,6 +398,12 @@ impl Detector {
     }
 
     /// Whether unmarked events may be attributed by timing (opt-in per preset).
+    /// Whether any preset in force attributes unmarked events by timing (checked on frames
+    /// that name no spawn, so kept as one flag).
+    pub fn any_timing(&self) -> bool {
+        self.0.any_timing
+    }
+
     pub fn timing_of(&self, id: PresetId) -> bool {
         self.preset(id).is_some_and(|p| p.timing)
     }
@@ -425,6 +441,16 @@ impl Detector {
         let g = self.preset(id)?.transcript.as_ref()?;
         let text = first_text(&g.from, update)?;
         Some(g.parse(&text))
+    }
+
+    /// The folded transcript's text in this update, and the grammar that reads it.
+    pub fn transcript_text_of<'v>(
+        &self,
+        id: PresetId,
+        update: &'v Value,
+    ) -> Option<(&Grammar, Cow<'v, str>)> {
+        let g = self.preset(id)?.transcript.as_ref()?;
+        Some((g, first_text(&g.from, update)?))
     }
 
     /// Take a transcript text apart with this preset's grammar.

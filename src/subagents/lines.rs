@@ -130,6 +130,22 @@ impl Grammar {
         out.extend(self.lines.iter().map(|l| &l.re));
     }
 
+    /// Whether a text is a transcript of this grammar: with a `header` line in the grammar,
+    /// only a text whose first line is one (a settled card replayed with only the answer
+    /// is not).
+    pub fn is_transcript(&self, text: &str) -> bool {
+        let mut headers = self
+            .lines
+            .iter()
+            .filter(|l| l.kind == LineKind::Header)
+            .peekable();
+        if headers.peek().is_none() {
+            return true;
+        }
+        let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        headers.any(|l| l.re.regex().is_some_and(|re| re.is_match(first)))
+    }
+
     /// Take a transcript text apart.
     pub fn parse(&self, text: &str) -> Transcript {
         let mut t = Transcript::default();
@@ -140,11 +156,7 @@ impl Grammar {
             if line.trim().is_empty() {
                 continue;
             }
-            let Some((l, caps)) = self
-                .lines
-                .iter()
-                .find_map(|l| l.re.regex()?.captures(line).map(|c| (l, c)))
-            else {
+            let Some((l, caps)) = self.matching(line) else {
                 match self.other {
                     OtherLines::Ignore => {}
                     OtherLines::Text => {
@@ -161,60 +173,89 @@ impl Grammar {
                 continue;
             };
             open_text = false;
-            let group = |n: &str| caps.name(n).map(|m| m.as_str().to_owned());
-            let text = group("text")
-                .or_else(|| group("name"))
-                .unwrap_or_else(|| line.to_owned());
-            match l.kind {
-                LineKind::Header => {
-                    if let Some(re) = l.re.regex() {
-                        t.header.extend(
-                            re.capture_names()
-                                .flatten()
-                                .filter_map(|n| Some((n.to_owned(), group(n)?))),
-                        );
-                    }
-                }
-                LineKind::Ignore => {}
-                LineKind::Omitted => {
-                    t.omitted += group("count").and_then(|c| c.parse().ok()).unwrap_or(0);
-                }
-                LineKind::Text => t.entries.push(entry(EntryKind::Text, depth, &text, None)),
-                LineKind::Tool => {
-                    let mut e = entry(EntryKind::Tool, depth, &text, l.status);
-                    e.name = group("name");
-                    t.entries.push(e);
-                }
-                LineKind::End => t
-                    .entries
-                    .push(entry(EntryKind::End, depth, &text, l.status)),
-                LineKind::ToolResult => {
-                    let name = group("name");
-                    let open = t.entries.iter_mut().rev().find(|e| {
-                        e.kind == EntryKind::Tool
-                            && e.depth == depth
-                            && e.status == Some(EntryStatus::InProgress)
-                            && name
-                                .as_ref()
-                                .is_none_or(|n| e.name.as_ref() == Some(n) || e.text == *n)
-                    });
-                    match open {
-                        Some(e) => {
-                            e.status = l.status;
-                            e.output = group("text");
-                        }
-                        None => {
-                            let title = name.clone().unwrap_or_else(|| text.clone());
-                            let mut e = entry(EntryKind::Tool, depth, &title, l.status);
-                            e.name = name;
-                            e.output = group("text");
-                            t.entries.push(e);
-                        }
-                    }
-                }
-            }
+            apply(&mut t, l, &caps, depth, line);
         }
         t
+    }
+
+    /// Read one more piece of a transcript that grows by appended text (AgentPool's box: every
+    /// version adds one event's text to the one before). A piece may end inside a line, which
+    /// the next piece continues as prose. Unmatched lines after a `tool_result` line in the same
+    /// piece are that result's output (a tool's result can span lines; the child's own prose
+    /// comes in later pieces). Returns nothing: `t` holds the result.
+    pub fn extend(&self, t: &mut Transcript, tail: &mut Tail, piece: &str) {
+        // The tool entry whose output this piece's unmatched lines continue.
+        let mut output: Option<usize> = None;
+        let mut rest = piece;
+        while !rest.is_empty() {
+            let (raw, ended) = match rest.find('\n') {
+                Some(i) => {
+                    let l = &rest[..i];
+                    rest = &rest[i + 1..];
+                    (l, true)
+                }
+                None => (std::mem::take(&mut rest), false),
+            };
+            if tail.mid_line {
+                // The unfinished line goes on.
+                if let Some(e) = t.entries.last_mut().filter(|e| e.kind == EntryKind::Text) {
+                    e.text.push_str(raw);
+                }
+                tail.mid_line = !ended;
+                tail.breaks = usize::from(ended);
+                continue;
+            }
+            let (depth, line) = self.unindent(raw);
+            let matched = if line.trim().is_empty() {
+                None
+            } else {
+                self.matching(line)
+            };
+            let Some((l, caps)) = matched else {
+                if let Some(i) = output {
+                    if let Some(o) = t
+                        .entries
+                        .get_mut(i)
+                        .map(|e| e.output.get_or_insert_with(String::new))
+                    {
+                        o.push('\n');
+                        o.push_str(raw);
+                    }
+                    continue;
+                }
+                if line.trim().is_empty() {
+                    if tail.open_text && ended {
+                        tail.breaks += 1;
+                    }
+                    continue;
+                }
+                if self.other == OtherLines::Ignore {
+                    tail.open_text = false;
+                    continue;
+                }
+                match t.entries.last_mut() {
+                    Some(e) if tail.open_text && e.depth == depth => {
+                        for _ in 0..tail.breaks.max(1) {
+                            e.text.push('\n');
+                        }
+                        e.text.push_str(line);
+                    }
+                    _ => t.entries.push(entry(EntryKind::Text, depth, line, None)),
+                }
+                tail.open_text = true;
+                tail.mid_line = !ended;
+                tail.breaks = usize::from(ended);
+                continue;
+            };
+            *tail = Tail::default();
+            output = apply(t, l, &caps, depth, line);
+        }
+    }
+
+    fn matching<'l>(&self, line: &'l str) -> Option<(&Line, regex::Captures<'l>)> {
+        self.lines
+            .iter()
+            .find_map(|l| l.re.regex()?.captures(line).map(|c| (l, c)))
     }
 
     fn unindent<'l>(&self, mut line: &'l str) -> (usize, &'l str) {
@@ -226,6 +267,96 @@ impl Grammar {
             }
         }
         (depth, line)
+    }
+}
+
+/// A line that matched `l`, applied to the transcript; returns the tool entry a
+/// `tool_result` line ended (or made).
+fn apply(
+    t: &mut Transcript,
+    l: &Line,
+    caps: &regex::Captures<'_>,
+    depth: usize,
+    line: &str,
+) -> Option<usize> {
+    let group = |n: &str| caps.name(n).map(|m| m.as_str().to_owned());
+    let text = group("text")
+        .or_else(|| group("name"))
+        .unwrap_or_else(|| line.to_owned());
+    match l.kind {
+        LineKind::Header => {
+            if let Some(re) = l.re.regex() {
+                t.header.extend(
+                    re.capture_names()
+                        .flatten()
+                        .filter_map(|n| Some((n.to_owned(), group(n)?))),
+                );
+            }
+        }
+        LineKind::Ignore => {}
+        LineKind::Omitted => {
+            t.omitted += group("count").and_then(|c| c.parse().ok()).unwrap_or(0);
+        }
+        LineKind::Text => t.entries.push(entry(EntryKind::Text, depth, &text, None)),
+        LineKind::Tool => {
+            let mut e = entry(EntryKind::Tool, depth, &text, l.status);
+            e.name = group("name");
+            t.entries.push(e);
+        }
+        LineKind::End => t
+            .entries
+            .push(entry(EntryKind::End, depth, &text, l.status)),
+        LineKind::ToolResult => {
+            let name = group("name");
+            let open = t.entries.iter_mut().enumerate().rev().find(|(_, e)| {
+                e.kind == EntryKind::Tool
+                    && e.depth == depth
+                    && e.status == Some(EntryStatus::InProgress)
+                    && name
+                        .as_ref()
+                        .is_none_or(|n| e.name.as_ref() == Some(n) || e.text == *n)
+            });
+            match open {
+                Some((i, e)) => {
+                    e.status = l.status;
+                    e.output = group("text");
+                    return Some(i);
+                }
+                None => {
+                    let title = name.clone().unwrap_or_else(|| text.clone());
+                    let mut e = entry(EntryKind::Tool, depth, &title, l.status);
+                    e.name = name;
+                    e.output = group("text");
+                    t.entries.push(e);
+                    return Some(t.entries.len() - 1);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Where a transcript read piece by piece ([`Grammar::extend`]) stands between pieces.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tail {
+    /// The last line is unfinished: the next piece continues it.
+    mid_line: bool,
+    /// Line breaks after the open prose entry, kept if more prose joins it.
+    breaks: usize,
+    /// The last entry is prose that more unmatched lines join.
+    open_text: bool,
+}
+
+impl Tail {
+    /// Where a whole text, taken apart by [`Grammar::parse`], leaves off.
+    pub fn after(text: &str, t: &Transcript) -> Tail {
+        let open_text = t.entries.last().is_some_and(|e| e.kind == EntryKind::Text)
+            && text.lines().last().is_some_and(|l| !l.trim().is_empty());
+        Tail {
+            mid_line: open_text && !text.ends_with('\n'),
+            breaks: usize::from(open_text && text.ends_with('\n')),
+            open_text,
+        }
     }
 }
 
@@ -329,6 +460,8 @@ mod tests {
             ]
         );
         assert_eq!(t.omitted, 3);
+        assert!(g.is_transcript("Subagent `spawn` · session `c`\n- ▸ Grep"));
+        assert!(!g.is_transcript("Auth is handled in src/auth.rs."));
         let got: Vec<(EntryKind, usize, &str, Option<EntryStatus>)> = t
             .entries
             .iter()
@@ -446,6 +579,67 @@ mod tests {
         assert_eq!(ch.len(), 2, "{ch:?}");
         assert!(matches!(ch[0], Change::Changed { index: 2, .. }));
         assert!(matches!(ch[1], Change::Added { index: 3, .. }));
+    }
+
+    #[test]
+    fn a_growing_box_read_piece_by_piece() {
+        let g = grammar(AGENTPOOL);
+        // AgentPool's box as it grew in a real run: one event's text per version.
+        let pieces = [
+            "Subagent ",
+            "alpha looking around.",
+            "\n🔧 Using tool: list_directory\n",
+            "✅ list_directory: ## /home/user/project\n\n| Name | Type |\n|------|------|\n| a.txt | file |\n",
+            "SUB-ANSWER ",
+            "alpha: the project holds a.txt.",
+        ];
+        let mut t = Transcript::default();
+        let mut tail = Tail::default();
+        for p in pieces {
+            g.extend(&mut t, &mut tail, p);
+        }
+        let got: Vec<(EntryKind, &str, Option<&str>)> = t
+            .entries
+            .iter()
+            .map(|e| (e.kind, e.text.as_str(), e.output.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (EntryKind::Text, "Subagent alpha looking around.", None),
+                (
+                    EntryKind::Tool,
+                    "list_directory",
+                    Some("## /home/user/project\n\n| Name | Type |\n|------|------|\n| a.txt | file |")
+                ),
+                (EntryKind::Text, "SUB-ANSWER alpha: the project holds a.txt.", None),
+            ],
+            "the result's table is its output, the prose after it the child's"
+        );
+        // Read whole, the same text makes the table prose: the pieces are what tell.
+        let whole: String = pieces.concat();
+        let read_whole = g.parse(&whole);
+        assert!(
+            read_whole.entries[2].text.starts_with("| Name"),
+            "{read_whole:?}"
+        );
+        // Prose over several pieces and lines keeps its line breaks.
+        let mut t = Transcript::default();
+        let mut tail = Tail::default();
+        for p in ["Reading a.txt.", "\nStill ", "reading.\n\nDone."] {
+            g.extend(&mut t, &mut tail, p);
+        }
+        assert_eq!(t.entries.len(), 1);
+        assert_eq!(t.entries[0].text, "Reading a.txt.\nStill reading.\n\nDone.");
+        // Where a whole parse leaves off, reading can go on.
+        let text = "Reading a.txt.\n🔧 Using tool: read\n✅ read: hi\nThe file ";
+        let mut t = g.parse(text);
+        let mut tail = Tail::after(text, &t);
+        g.extend(&mut t, &mut tail, "says hi");
+        assert_eq!(
+            t.entries.last().map(|e| e.text.as_str()),
+            Some("The file says hi")
+        );
     }
 
     #[test]

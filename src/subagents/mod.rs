@@ -1,10 +1,12 @@
 //! Subagents: one model of them, the per-agent signatures that find them in the agent's
 //! traffic (presets as data: `spec` as written, `vocab` and `preset` compiled, `presets` the
 //! set, `select` the choice per agent, `lines` the transcript grammar, `detect` the matcher),
-//! and the renderers that show them to the client.
+//! folded transcripts read back into child updates (`fold`), and the renderers that show them
+//! to the client.
 
 pub mod detect;
 pub(crate) mod entries;
+pub mod fold;
 pub mod ids;
 pub mod lines;
 pub mod model;

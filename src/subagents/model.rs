@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::detect::PresetId;
 use super::entries::EntryCounter;
+use super::fold::Fold;
 use super::ids::ChildId;
 
 /// The tool name given to spawn cards the proxy synthesizes (Zed's own name for subagent
@@ -224,9 +225,13 @@ pub struct Child {
     pub announced_prompt: Option<String>,
     /// Child events carried by updates of the spawn card so far (Goose's tool requests).
     pub spawn_events: u32,
+    /// Events attributed to this child by timing alone (its preset's opt-in).
+    pub inferred_events: u32,
     pub cwd: Option<String>,
     /// Bytes recorded in `thread`.
     pub bytes: usize,
+    /// The child's work as the agent folds it into text, read so far.
+    pub fold: Option<Box<Fold>>,
 }
 
 impl Child {
@@ -266,8 +271,10 @@ impl Child {
             seen_messages: Vec::new(),
             announced_prompt: None,
             spawn_events: 0,
+            inferred_events: 0,
             cwd: None,
             bytes: 0,
+            fold: None,
         }
     }
 
@@ -476,6 +483,17 @@ impl Registry {
         self.children
             .values()
             .any(|c| c.top_session == session && c.is_open_legacy())
+    }
+
+    /// The running legacy children spawned on `agent_session` (no session of their own, not
+    /// settled).
+    pub fn running_legacy_in<'a>(
+        &'a self,
+        agent_session: &'a str,
+    ) -> impl Iterator<Item = &'a Child> {
+        self.children.values().filter(move |c| {
+            c.agent_session == agent_session && c.agent_child.is_none() && !c.state.is_final()
+        })
     }
 
     /// Nesting depth of a session: 0 for a top-level session, 1 for its children, ...

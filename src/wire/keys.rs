@@ -42,6 +42,8 @@ pub mod kind {
     pub const SPAWN: u16 = 1 << 6;
     /// A preset's end marker: the frame may end a background child (Qwen's later notice).
     pub const END: u16 = 1 << 8;
+    /// A preset's sibling marker: maybe a call beside a spawn carrying a child's work.
+    pub const SIBLING: u16 = 1 << 9;
 }
 
 /// What one pass over a frame found: the [`kind`] bits of every key that occurs in it.
@@ -91,12 +93,13 @@ enum Searcher {
 }
 
 impl Signals {
-    /// The fixed keys plus the presets' parent keys, spawn and end markers (each quoted as it
-    /// appears in JSON: `"parentToolUseId"`).
+    /// The fixed keys plus the presets' parent keys, spawn, end and sibling markers (each
+    /// quoted as it appears in JSON: `"parentToolUseId"`).
     pub fn new<S: AsRef<str>>(
         parent_markers: &[S],
         spawn_markers: &[S],
         end_markers: &[S],
+        sibling_markers: &[S],
     ) -> Signals {
         let mut patterns: BTreeMap<String, u16> = BTreeMap::new();
         let mut add = |p: &str, k: u16| *patterns.entry(p.to_owned()).or_default() |= k;
@@ -112,6 +115,9 @@ impl Signals {
         }
         for m in end_markers {
             add(m.as_ref(), kind::END);
+        }
+        for m in sibling_markers {
+            add(m.as_ref(), kind::SIBLING);
         }
         patterns.retain(|p, _| !p.is_empty());
         let texts: Vec<String> = patterns.keys().cloned().collect();
@@ -212,13 +218,14 @@ mod tests {
             &["\"parentToolUseId\""],
             &["\"subagent_type\"", "\"Task\""],
             &["\"background_task_"],
+            &["\"subagent:"],
         );
         assert!(s.scan(b"{\"text\":\"hello\"}").is_empty());
         let f = s.scan(br#"{"id":1,"x":{"subagent_type":"a"}}"#);
         assert!(f.has(kind::ID) && f.has(kind::SPAWN) && f.has(kind::SUBAGENT));
         assert!(!f.has(kind::TOOL_CALL | kind::PARENT | kind::END));
         let f = s.scan(br#"{"update":{"_meta":{"source":"background_task_completed"}}}"#);
-        assert!(f.has(kind::END) && !f.has(kind::SPAWN | kind::PARENT));
+        assert!(f.has(kind::END) && !f.has(kind::SPAWN | kind::PARENT | kind::SIBLING));
         assert!(!s
             .scan(br#"{"_meta":{"source":"background_notification"}}"#)
             .has(kind::END));
@@ -236,6 +243,10 @@ mod tests {
         assert!(s
             .scan(br#"["tool_call_update","tool_call"]"#)
             .has(kind::NEW_TOOL_CALL));
+        // A sibling marker, which holds a fixed key: both kinds.
+        let f = s.scan(br#"{"toolCallId":"subagent:alpha:1"}"#);
+        assert!(f.has(kind::SIBLING) && f.has(kind::SUBAGENT) && !f.has(kind::SPAWN | kind::END));
+        assert!(!s.scan(br#"{"toolCallId":"call_1"}"#).has(kind::SIBLING));
         // A pattern inside a longer match elsewhere is still found.
         let f = s.scan(br#"{"a":"xsubagent_typesession_message"}"#);
         assert!(f.has(kind::SUBAGENT) && f.has(kind::SESSION_MESSAGE));

@@ -66,7 +66,7 @@ mod tests {
     /// The sieve picks exactly the lines a per-line search would.
     #[test]
     fn picks_the_lines_a_per_line_search_picks() {
-        let signals = Signals::new(&["\"parentToolUseId\""], &["\"Task\""], &[]);
+        let signals = Signals::new(&["\"parentToolUseId\""], &["\"Task\""], &[], &[]);
         let run = concat!(
             "{\"a\":\"plain\"}\n",
             "{\"id\":3,\"result\":{}}\n",

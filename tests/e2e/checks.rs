@@ -405,6 +405,8 @@ fn canonical(v: &Value) -> String {
 pub(crate) fn read_dump(c: &mut Checks, phase: &str, path: &Path) -> Result<Vec<Value>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("read the dump {}", path.display()))?;
+    let answered = answered_by_the_proxy(&text);
+    let fetched = loaded_by_the_proxy(&text);
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let rec: Value = serde_json::from_str(line)
@@ -429,6 +431,18 @@ pub(crate) fn read_dump(c: &mut Checks, phase: &str, path: &Path) -> Result<Vec<
             continue;
         };
         match serde_json::from_str::<Value>(frame) {
+            // A request the proxy answered itself (one for a session Zed does not know yet)
+            // was never Zed's to see.
+            Ok(v)
+                if v.get("method").is_some()
+                    && v.get("id")
+                        .is_some_and(|id| answered.contains(&id.to_string())) => {}
+            // What the agent sent under a session the proxy loaded itself (a child replay it
+            // fetched) is the proxy's: the child thread holds it, as the child checks see.
+            Ok(v)
+                if v.pointer("/params/sessionId")
+                    .and_then(Value::as_str)
+                    .is_some_and(|s| fetched.contains(s)) => {}
             Ok(v) => out.push(v),
             Err(e) => c.fail(
                 "dump",
@@ -440,6 +454,69 @@ pub(crate) fn read_dump(c: &mut Checks, phase: &str, path: &Path) -> Result<Vec<
         format!("{phase}: the dump is empty")
     });
     Ok(out)
+}
+
+/// The ids of agent requests the proxy answered itself: its own errors (`acp-proxy: …`) sent
+/// to the agent.
+fn answered_by_the_proxy(dump: &str) -> std::collections::HashSet<String> {
+    dump.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|rec| rec["dir"] == "proxy→agent")
+        .filter_map(|rec| serde_json::from_str::<Value>(rec["frame"].as_str()?).ok())
+        .filter(|f| {
+            f.get("method").is_none()
+                && f.pointer("/error/message")
+                    .and_then(Value::as_str)
+                    .is_some_and(|m| m.starts_with("acp-proxy:"))
+        })
+        .filter_map(|f| f.get("id").map(Value::to_string))
+        .collect()
+}
+
+/// The sessions the proxy loaded with requests of its own (`session/load` under an id the
+/// client never sent): the child replays it fetches from the agent.
+fn loaded_by_the_proxy(dump: &str) -> std::collections::HashSet<String> {
+    let frames: Vec<(String, Value)> = dump
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|rec| {
+            let dir = rec["dir"].as_str()?.to_owned();
+            let frame = serde_json::from_str::<Value>(rec["frame"].as_str()?).ok()?;
+            Some((dir, frame))
+        })
+        .collect();
+    let client_ids: std::collections::HashSet<String> = frames
+        .iter()
+        .filter(|(dir, f)| dir == "client→proxy" && f.get("method").is_some())
+        .filter_map(|(_, f)| f.get("id").map(Value::to_string))
+        .collect();
+    frames
+        .iter()
+        .filter(|(dir, f)| {
+            dir == "proxy→agent"
+                && f["method"] == "session/load"
+                && f.get("id")
+                    .is_some_and(|id| !client_ids.contains(&id.to_string()))
+        })
+        .filter_map(|(_, f)| f.pointer("/params/sessionId")?.as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The agent's messages without the updates of calls that carry a child's work (ids starting
+/// with `prefix`; empty: none): the proxy makes them the child thread, which the child checks
+/// judge.
+pub(crate) fn without_sibling_calls(agent: Vec<Value>, prefix: &str) -> Vec<Value> {
+    if prefix.is_empty() {
+        return agent;
+    }
+    agent
+        .into_iter()
+        .filter(|m| {
+            m.pointer("/params/update/toolCallId")
+                .and_then(Value::as_str)
+                .is_none_or(|id| !id.starts_with(prefix))
+        })
+        .collect()
 }
 
 /// Every `session/update` the agent sent reached Zed exactly once, in the parent or in one

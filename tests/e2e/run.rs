@@ -691,6 +691,7 @@ impl<'k> Run<'k> {
             // A relay changes nothing: what the client read is what the agent sent.
             Relay::Cat => c.received.clone(),
         };
+        let agent = checks::without_sibling_calls(agent, self.kit.expect.sibling_calls);
         let cards: Vec<String> = c
             .zed
             .threads

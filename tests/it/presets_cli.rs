@@ -258,3 +258,150 @@ fn a_preset_in_proxy_toml_recognises_a_made_up_agents_subagents() {
         proxy.stderr()
     );
 }
+
+const TIMED: &str = r#"
+[[subagents.preset]]
+name = "timed"
+about = "An agent whose children's events name no spawn"
+agents = [{ name = "madeup-agent" }]
+prompt = ["/rawInput/goal"]
+timing = true
+[[subagents.preset.spawn]]
+when = [{ at = "/_meta/madeup/tool", equals = "handoff" }]
+"#;
+
+fn handoff(id: &str) -> Value {
+    json!({"send": update(json!({"sessionUpdate": "tool_call", "toolCallId": id,
+        "title": "Hand off", "kind": "other", "status": "pending",
+        "rawInput": {"goal": format!("Goal {id}")}, "_meta": {"madeup": {"tool": "handoff"}}}))})
+}
+
+fn said(text: &str) -> Value {
+    json!({"send": update(json!({"sessionUpdate": "agent_message_chunk",
+        "content": {"type": "text", "text": text}}))})
+}
+
+fn done(id: &str) -> Value {
+    json!({"send": update(json!({"sessionUpdate": "tool_call_update", "toolCallId": id,
+        "status": "completed"}))})
+}
+
+/// One prompt of the made-up agent playing `turn`; every message the client got until the
+/// prompt's answer.
+fn timed_turn(s: &Scratch, config: &str, turn: Vec<Value>) -> (Vec<Value>, Proxy) {
+    let mut steps = vec![
+        json!({"expect": "initialize"}),
+        json!({"reply": {"protocolVersion": 1, "agentCapabilities": {"loadSession": true},
+            "agentInfo": {"name": "madeup-agent", "version": "1.0.0"}}}),
+        json!({"expect": "session/new"}),
+        json!({"reply": {"sessionId": "s1"}}),
+        json!({"expect": "session/prompt"}),
+    ];
+    steps.extend(turn);
+    steps.push(json!({"reply": {"stopReason": "end_turn"}}));
+    let mut proxy = Proxy::start(s.dir.path(), &["--config", config], &s.agent(&steps));
+    proxy.send(ZED_INITIALIZE.as_bytes());
+    assert_eq!(proxy.next_json()["id"], 1, "initialize answered");
+    proxy.send_json(&json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+        "params": {"cwd": "/p", "mcpServers": []}}));
+    assert_eq!(proxy.next_json()["result"]["sessionId"], "s1");
+    proxy.send_json(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+        "params": {"sessionId": "s1", "prompt": []}}),
+    );
+    let mut got = Vec::new();
+    loop {
+        let msg = proxy.next_json();
+        let last = msg["id"] == 3;
+        got.push(msg);
+        if last {
+            break;
+        }
+    }
+    (got, proxy)
+}
+
+#[test]
+fn timing_attribution_is_opt_in_and_only_while_one_spawn_is_open() {
+    let s = Scratch::new();
+    let base = format!("display = \"zed\"\n[store]\npath = \"memory\"\n{FAST_SHUTDOWN}");
+    let config = s.write("proxy.toml", format!("{base}{TIMED}"));
+
+    // One open spawn: what names no spawn meanwhile is its child's, marked as a guess.
+    let turn = vec![
+        handoff("h1"),
+        said("CHILD-SAYS hi"),
+        done("h1"),
+        said("PARENT-SAYS done"),
+    ];
+    let (got, mut proxy) = timed_turn(&s, &config, turn.clone());
+    assert_eq!(texts_in(&got, "s1"), ["PARENT-SAYS done"], "{got:#?}");
+    let child = got
+        .iter()
+        .find_map(|m| m.pointer("/params/update/_meta/subagent_session_info/session_id"))
+        .and_then(Value::as_str)
+        .expect("a card")
+        .to_owned();
+    proxy.send_json(&json!({"jsonrpc": "2.0", "id": 4, "method": "session/load",
+        "params": {"sessionId": child, "cwd": "/p", "mcpServers": []}}));
+    let mut thread = Vec::new();
+    loop {
+        let msg = proxy.next_json();
+        let last = msg["id"] == 4;
+        thread.push(msg);
+        if last {
+            break;
+        }
+    }
+    assert_eq!(
+        texts_in(&thread, &child),
+        ["Goal h1", "CHILD-SAYS hi"],
+        "{thread:#?}"
+    );
+    let inferred = thread
+        .iter()
+        .find(|m| m.to_string().contains("CHILD-SAYS"))
+        .expect("the child's words");
+    assert_eq!(
+        inferred.pointer("/params/update/_meta/acp-proxy/attribution"),
+        Some(&json!("timing")),
+        "{inferred}"
+    );
+    proxy.close_stdin();
+    assert_eq!(proxy.exit_code(), 0);
+    assert!(
+        proxy.stderr().contains("attributed to it by timing"),
+        "{}",
+        proxy.stderr()
+    );
+
+    // Two open spawns: nobody can tell whose it is; it stays in the parent.
+    let s2 = Scratch::new();
+    let config2 = s2.write("proxy.toml", format!("{base}{TIMED}"));
+    let two = vec![
+        handoff("h1"),
+        handoff("h2"),
+        said("WHOSE"),
+        done("h1"),
+        done("h2"),
+    ];
+    let (got, mut proxy) = timed_turn(&s2, &config2, two);
+    assert_eq!(texts_in(&got, "s1"), ["WHOSE"], "{got:#?}");
+    proxy.close_stdin();
+    assert_eq!(proxy.exit_code(), 0);
+
+    // Without the opt-in the same turn leaves the words in the parent.
+    let s3 = Scratch::new();
+    let config3 = s3.write(
+        "proxy.toml",
+        format!("{base}{}", TIMED.replace("timing = true\n", "")),
+    );
+    let (got, mut proxy) = timed_turn(&s3, &config3, turn);
+    assert_eq!(
+        texts_in(&got, "s1"),
+        ["CHILD-SAYS hi", "PARENT-SAYS done"],
+        "{got:#?}"
+    );
+    proxy.close_stdin();
+    assert_eq!(proxy.exit_code(), 0);
+}

@@ -204,6 +204,14 @@ impl Harness {
         self.run(out);
     }
 
+    /// The agent exits.
+    pub fn agent_gone(&mut self, reason: &str) {
+        self.settle();
+        let mut out = Vec::new();
+        self.engine.agent_gone(reason, &mut out);
+        self.run(out);
+    }
+
     pub fn advance(&mut self, ms: u64) {
         self.settle();
         self.now += ms;
@@ -319,6 +327,28 @@ pub fn fixture(name: &str) -> Vec<(String, Value)> {
                 rec["dir"].as_str().unwrap_or("").to_owned(),
                 rec["msg"].clone(),
             )
+        })
+        .collect()
+}
+
+/// The frames of a proxy dump in `tests/fixtures/` (`acp-proxy --dump`, e.g. an e2e run) as
+/// (direction, message), in the direction names of [`fixture`]: what the client sent as
+/// `out`, what the agent sent as `in`. What the proxy wrote is left out: a test makes its own.
+pub fn dump_fixture(name: &str) -> Vec<(String, Value)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let path = dir.join(name);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("dump {} readable: {e}", path.display()));
+    text.lines()
+        .filter_map(|l| {
+            let rec: Value = serde_json::from_str(l).expect("dump line is JSON");
+            let dir = match rec["dir"].as_str()? {
+                "client→proxy" => "out",
+                "agent→proxy" => "in",
+                _ => return None,
+            };
+            let msg = serde_json::from_str(rec["frame"].as_str()?).expect("frame is JSON");
+            Some((dir.to_owned(), msg))
         })
         .collect()
 }
