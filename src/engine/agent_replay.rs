@@ -125,6 +125,11 @@ impl AgentReplays {
         self.by_agent_id.get(agent_session)
     }
 
+    /// Whether no agent session is replayed for a child (then no frame names one).
+    pub(super) fn is_empty(&self) -> bool {
+        self.by_agent_id.is_empty()
+    }
+
     /// Whether a raw frame may name one of the agent sessions replayed for a child: every
     /// `"sessionId"` value in it is looked up (an escaped one counts, so the caller parses).
     pub(super) fn may_name_one(&self, raw: &[u8]) -> bool {

@@ -36,6 +36,7 @@ mod permissions;
 mod recent;
 mod replay;
 mod route;
+mod runs;
 mod sibling;
 mod signals;
 mod spawn;

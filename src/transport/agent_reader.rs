@@ -18,8 +18,7 @@ use tokio_util::codec::{Decoder, FramedRead};
 
 use crate::transport::framing::{Frame, LineCodec};
 use crate::transport::pipe::{read_into, OwnedPipe};
-use crate::wire::lines;
-use crate::wire::read_ahead::{AgentScan, Scanner};
+use crate::wire::read_ahead::{RunScan, Scanner};
 
 /// Chunks in flight between the reader thread and the relay: one, so the thread reads ahead
 /// by at most one read while the relay works (and nothing while the client's queue is full:
@@ -33,11 +32,11 @@ const SPARSE_READ: usize = 16 * 1024;
 /// ... this many times in a row, and reading moves back to the relay's thread.
 const SPARSE_READS: u32 = 4;
 
-/// One decoded frame and, for each of its lines, what the scanner found (empty for frames
-/// read inline and for pieces of oversized lines).
+/// One decoded frame and the lines of it that hold a key, with what the scanner found in
+/// them (none for frames read inline and for pieces of oversized lines).
 pub(crate) struct Chunk {
     pub frame: Frame,
-    pub scans: Vec<AgentScan>,
+    pub scan: Option<RunScan>,
 }
 
 enum Msg {
@@ -49,6 +48,8 @@ enum Msg {
 /// Where the agent's output is read now (see the module documentation).
 pub(crate) struct AgentOutput {
     state: State,
+    /// The reader thread's scanner (a clone), to pass it the engine's hints.
+    scanner: Option<Scanner>,
     /// Bytes asked for per read.
     read_buf: usize,
     /// The last frame came from an inline read of at least [`STREAMING_READ`] bytes.
@@ -71,22 +72,33 @@ impl AgentOutput {
         let pipe = OwnedPipe::new(stdout)?;
         Ok(AgentOutput {
             state: State::Inline(FramedRead::with_capacity(pipe, codec, read_buf)),
+            scanner: None,
             read_buf,
             streaming: false,
         })
     }
 
     /// After the relay handled a frame: move reading to a thread if the agent is streaming and
-    /// a scanner is at hand (the engine models subagents).
-    pub(crate) fn after_chunk(&mut self, scanner: impl FnOnce() -> Option<Scanner>) {
+    /// a scanner is at hand (the engine models subagents). `new_tool_calls`: whether the
+    /// engine reads new tool calls now (a hint for the thread's scanner).
+    pub(crate) fn after_chunk(
+        &mut self,
+        scanner: impl FnOnce() -> Option<Scanner>,
+        new_tool_calls: bool,
+    ) {
+        if let Some(s) = &self.scanner {
+            s.reads_new_tool_calls(new_tool_calls);
+        }
         if !std::mem::take(&mut self.streaming) {
             return;
         }
         let Some(scanner) = scanner() else { return };
+        scanner.reads_new_tool_calls(new_tool_calls);
         let State::Inline(framed) = std::mem::replace(&mut self.state, State::Ended) else {
             return;
         };
         let read_buf = self.read_buf;
+        let hints = scanner.clone();
         let parts = framed.into_parts();
         let started = parts.io.into_blocking().and_then(|fd| {
             let (tx, rx) = mpsc::channel(IN_FLIGHT);
@@ -99,7 +111,8 @@ impl AgentOutput {
         match started {
             Ok(rx) => {
                 tracing::debug!("the agent streams: its output is read on a thread of its own");
-                self.state = State::Thread(rx)
+                self.state = State::Thread(rx);
+                self.scanner = Some(hints);
             }
             Err(e) => tracing::error!(
                 "cannot read the agent's output on a thread of its own: {e}; ending the session"
@@ -116,10 +129,7 @@ impl AgentOutput {
                     self.streaming = frame
                         .as_ref()
                         .is_ok_and(|f| f.bytes().len() >= STREAMING_READ);
-                    return Some(frame.map(|frame| Chunk {
-                        frame,
-                        scans: Vec::new(),
-                    }));
+                    return Some(frame.map(|frame| Chunk { frame, scan: None }));
                 }
                 State::Thread(rx) => match rx.recv().await? {
                     Msg::Chunk(chunk) => return Some(chunk),
@@ -176,16 +186,13 @@ fn read_loop(
                     return;
                 }
             };
-            let scans = match &frame {
-                Frame::Lines(chunk) => lines(chunk)
-                    .map(|(start, end)| scanner.scan(&chunk[start..end]))
-                    .collect(),
-                Frame::Line(line) => vec![scanner.scan(line)],
-                Frame::Piece { .. } => Vec::new(),
+            let scan = match &frame {
+                Frame::Lines(run) | Frame::Line(run) => Some(scanner.scan_run(run)),
+                Frame::Piece { .. } => None,
             };
             // The relay is gone: nothing more to read for.
             if tx
-                .blocking_send(Msg::Chunk(Ok(Chunk { frame, scans })))
+                .blocking_send(Msg::Chunk(Ok(Chunk { frame, scan })))
                 .is_err()
             {
                 return;
@@ -261,11 +268,11 @@ mod tests {
         (r, std::fs::File::from(w))
     }
 
-    async fn next_line(out: &mut AgentOutput) -> (Vec<u8>, bool, usize) {
+    async fn next_line(out: &mut AgentOutput) -> (Vec<u8>, bool, bool) {
         let chunk = out.next().await.expect("a frame").expect("read");
         // Read inline exactly when reading is inline once the frame is out.
         let inline = matches!(out.state, State::Inline(_));
-        (chunk.frame.bytes().to_vec(), inline, chunk.scans.len())
+        (chunk.frame.bytes().to_vec(), inline, chunk.scan.is_some())
     }
 
     #[tokio::test]
@@ -287,7 +294,7 @@ mod tests {
             .expect("write");
         let (line, inline, _) = next_line(&mut out).await;
         assert_eq!((line, inline), (big.clone().into_bytes(), true));
-        out.after_chunk(|| Some(scanner));
+        out.after_chunk(|| Some(scanner), true);
         assert!(
             matches!(out.state, State::Thread(_)),
             "reading moved to the thread"
@@ -296,11 +303,11 @@ mod tests {
         w.write_all(b"1}\n").expect("write");
         assert_eq!(
             next_line(&mut out).await,
-            (b"{\"partial\":1}\n".to_vec(), false, 1)
+            (b"{\"partial\":1}\n".to_vec(), false, true)
         );
         for line in [&b"{\"a\":1}\n"[..], b"{\"a\":2}\n"] {
             w.write_all(line).expect("write");
-            assert_eq!(next_line(&mut out).await, (line.to_vec(), false, 1));
+            assert_eq!(next_line(&mut out).await, (line.to_vec(), false, true));
         }
         // A fourth small read in a row, again inside a line: the relay reads again, from the
         // bytes the thread had.
@@ -309,7 +316,7 @@ mod tests {
         w.write_all(b"2}\n").expect("write");
         assert_eq!(
             next_line(&mut out).await,
-            (b"{\"b\":2}\n".to_vec(), true, 0)
+            (b"{\"b\":2}\n".to_vec(), true, false)
         );
         drop(w);
         assert!(out.next().await.is_none(), "end of the output");

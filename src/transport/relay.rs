@@ -375,7 +375,8 @@ impl<R: AsyncRead + Unpin> Relay<R> {
                             self.shell.agent_chunk(chunk, &self.out);
                             // A streaming agent's output is read and scanned on a thread of its own.
                             if let Some(output) = &mut self.agent_out {
-                                output.after_chunk(|| self.shell.scanner());
+                                let new_tool_calls = self.shell.reads_new_tool_calls();
+                                output.after_chunk(|| self.shell.scanner(), new_tool_calls);
                             }
                         }
                         Some(Err(e)) => {

@@ -17,7 +17,7 @@ use crate::dump::{Direction, Dump};
 use crate::engine::{Action, Engine, Millis, NoteLevel};
 use crate::store::Store;
 use crate::wire::lines;
-use crate::wire::read_ahead::{AgentScan, Scanner};
+use crate::wire::read_ahead::Scanner;
 
 /// Which peer a frame is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,6 +125,11 @@ impl Shell {
             .then(|| self.engine.scanner())
     }
 
+    /// Whether the engine reads new tool calls now (a hint for the reader thread).
+    pub(crate) fn reads_new_tool_calls(&self) -> bool {
+        self.engine.reads_new_tool_calls()
+    }
+
     /// Record a frame in the dump.
     pub(crate) fn record(&self, dir: Direction, bytes: &Bytes) {
         if let Some(d) = &self.dump {
@@ -210,17 +215,21 @@ impl Shell {
     /// What the agent's stdout delivered (with what the reader thread found in it).
     pub(crate) fn agent_chunk(&mut self, chunk: Chunk, out: &Outputs) {
         let now = self.now();
-        let Chunk { frame, scans } = chunk;
+        let Chunk { frame, scan } = chunk;
         match frame {
-            Frame::Lines(chunk) => self.agent_lines(chunk, scans, now, out),
+            Frame::Lines(run) if self.dump.is_none() && run.len() <= self.max_frame => {
+                // No line in it can be longer than `max_frame_bytes`.
+                self.engine
+                    .from_agent_lines(&run, scan, now, &mut self.actions);
+            }
+            Frame::Lines(chunk) => self.agent_lines(chunk, now, out),
+            Frame::Line(bytes) if self.dump.is_none() => {
+                self.engine
+                    .from_agent_lines(&bytes, scan, now, &mut self.actions);
+            }
             Frame::Line(bytes) => {
                 self.record(Direction::AgentToProxy, &bytes);
-                self.engine.from_agent_scanned(
-                    bytes,
-                    scans.into_iter().next(),
-                    now,
-                    &mut self.actions,
-                );
+                self.engine.from_agent(bytes, now, &mut self.actions);
             }
             Frame::Piece { bytes, first, .. } => {
                 self.record(Direction::AgentToProxy, &bytes);
@@ -233,24 +242,21 @@ impl Shell {
         self.flush(now, out);
     }
 
-    /// Every complete line of one read from the agent goes through the engine. Consecutive
-    /// lines it passes on unchanged leave as one slice of the read buffer: one queued write per
-    /// run instead of one per frame. (With a dump, every frame is recorded on its own
-    /// instead.) A line longer than `max_frame_bytes` that happened to arrive whole is passed
-    /// on unparsed, as if it had come in pieces.
-    fn agent_lines(&mut self, chunk: Bytes, scans: Vec<AgentScan>, now: Millis, out: &Outputs) {
+    /// Every complete line of one read from the agent goes through the engine, one by one:
+    /// with a dump, where every frame is recorded on its own, or when a line in it may be
+    /// longer than `max_frame_bytes` (such a line that happened to arrive whole is passed on
+    /// unparsed, as if it had come in pieces). Consecutive lines the engine passes on
+    /// unchanged leave as one slice of the read buffer when there is no dump.
+    fn agent_lines(&mut self, chunk: Bytes, now: Millis, out: &Outputs) {
         let mut run_start = 0;
-        let mut scans = scans.into_iter();
         for (start, end) in lines(&chunk) {
-            let scan = scans.next();
             let line = chunk.slice(start..end);
             self.record(Direction::AgentToProxy, &line);
             if end - start > self.max_frame {
                 self.oversize_note("agent");
                 self.actions.push(Action::ToClient(line));
             } else {
-                self.engine
-                    .from_agent_scanned(line, scan, now, &mut self.actions);
+                self.engine.from_agent(line, now, &mut self.actions);
             }
             let untouched = self.dump.is_none()
                 && matches!(self.actions.as_slice(), [Action::ToClient(sent)]

@@ -2,7 +2,7 @@
 //! built once: building one costs more than searching a short frame.
 
 use std::collections::BTreeMap;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use memchr::memmem::Finder;
 
@@ -81,6 +81,8 @@ pub struct Signals {
     /// Index of the `"tool_call` pattern: a match followed by `"` is a new tool call's kind
     /// ([`kind::NEW_TOOL_CALL`]), told apart without a pattern of its own.
     tool_call: Option<usize>,
+    /// Shared by the clones of one set: what was found with a clone holds for the original.
+    origin: Arc<()>,
 }
 
 #[derive(Debug, Clone)]
@@ -146,7 +148,24 @@ impl Signals {
             searcher,
             kinds,
             tool_call,
+            origin: Arc::new(()),
         }
+    }
+
+    /// Whether `other` is this set or a clone of it (the same patterns).
+    pub fn same_as(&self, other: &Signals) -> bool {
+        Arc::ptr_eq(&self.origin, &other.origin)
+    }
+
+    /// Where the first key in `hay` starts, if any: over a run of frames, the frames before
+    /// the one this falls in hold none.
+    pub fn find(&self, hay: &[u8]) -> Option<usize> {
+        let span = aho_corasick::Span::from(0..hay.len());
+        let m = match &self.searcher {
+            Searcher::Packed(p) => p.find_in(hay, span),
+            Searcher::Automaton(a) => a.find(aho_corasick::Input::new(hay)),
+        };
+        m.map(|m| m.start())
     }
 
     /// The kinds of string present in `hay`.

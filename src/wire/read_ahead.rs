@@ -5,9 +5,12 @@
 
 use std::borrow::Cow;
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use super::keys::{self, Found, Signals};
 use super::line_body;
+use super::sieve::Sieve;
 use super::update_view::{UpdateFrame, UpdateParts};
 
 /// What [`Scanner::scan`] found in one frame.
@@ -15,6 +18,50 @@ use super::update_view::{UpdateFrame, UpdateParts};
 pub struct AgentScan {
     pub(crate) found: Found,
     pub(crate) update: Pre,
+}
+
+impl AgentScan {
+    /// Whether the frame holds none of the keys.
+    pub fn is_plain(&self) -> bool {
+        self.found.is_empty()
+    }
+
+    /// A frame that holds none of the keys.
+    pub(crate) fn plain() -> AgentScan {
+        AgentScan::found(Found::default())
+    }
+
+    /// What the key search found, the update left to the engine.
+    pub(crate) fn found(found: Found) -> AgentScan {
+        AgentScan {
+            found,
+            update: Pre::NotTried,
+        }
+    }
+}
+
+/// A line of a run of frames that holds one of the keys, and what the scanner found in it.
+#[derive(Debug, Clone)]
+pub struct ScannedLine {
+    /// `start..end` in the run, terminator included.
+    pub start: usize,
+    pub end: usize,
+    pub scan: AgentScan,
+}
+
+/// What [`Scanner::scan_run`] found in a run of frames: every line with a key, in order. A
+/// line not listed holds none.
+#[derive(Debug, Clone)]
+pub struct RunScan {
+    pub lines: Vec<ScannedLine>,
+    /// The keys searched for (the engine uses the result only if they are still its own).
+    signals: Signals,
+}
+
+impl RunScan {
+    pub(crate) fn searched_for(&self, signals: &Signals) -> bool {
+        self.signals.same_as(signals)
+    }
 }
 
 /// The frame's `session/update`, if the scanner took it apart.
@@ -40,18 +87,69 @@ const READ_AHEAD: u16 = keys::kind::NEW_TOOL_CALL
 #[derive(Debug, Clone)]
 pub struct Scanner {
     signals: Signals,
+    /// Whether the engine reads new tool calls now (see [`Scanner::reads_new_tool_calls`]);
+    /// shared by the clones.
+    new_tool_calls: Arc<AtomicBool>,
 }
 
 impl Scanner {
     pub fn new(signals: Signals) -> Scanner {
-        Scanner { signals }
+        Scanner {
+            signals,
+            new_tool_calls: Arc::new(AtomicBool::new(true)),
+        }
+    }
+
+    /// Whether a new tool call that names no spawn, parent or child kind is taken apart ahead:
+    /// the engine reads one only while a legacy child runs or a permission request waits
+    /// (otherwise it passes on its bytes alone, and the walk would be wasted). A hint, set by
+    /// the relay from [`Engine::reads_new_tool_calls`](crate::engine::Engine): a frame not
+    /// taken apart ahead is read by the engine itself, so a late hint costs time, never a
+    /// decision.
+    pub fn reads_new_tool_calls(&self, yes: bool) {
+        self.new_tool_calls.store(yes, Ordering::Relaxed);
+    }
+
+    /// The keys it searches for.
+    pub fn signals(&self) -> &Signals {
+        &self.signals
     }
 
     /// `frame` is one line, terminator included.
     pub fn scan(&self, frame: &[u8]) -> AgentScan {
-        let found = self.signals.scan(frame);
+        self.read(frame, self.signals.scan(frame))
+    }
+
+    /// Every line of `run` (whole lines) that holds a key, found in one pass over its bytes
+    /// ([`Sieve`]), each scanned as [`Scanner::scan`] does.
+    pub fn scan_run(&self, run: &[u8]) -> RunScan {
+        let lines = Sieve::Keys(&self.signals)
+            .lines(run)
+            .map(|h| {
+                // No key starts before the hit: the line's keys are those from there on.
+                let found = self.signals.scan(&run[h.hit..h.end]);
+                ScannedLine {
+                    start: h.start,
+                    end: h.end,
+                    scan: self.read(&run[h.start..h.end], found),
+                }
+            })
+            .collect();
+        RunScan {
+            lines,
+            signals: self.signals.clone(),
+        }
+    }
+
+    /// The rest of [`Scanner::scan`], given what the key search found in `frame`.
+    fn read(&self, frame: &[u8], found: Found) -> AgentScan {
+        let wanted = if self.new_tool_calls.load(Ordering::Relaxed) {
+            READ_AHEAD
+        } else {
+            READ_AHEAD & !keys::kind::NEW_TOOL_CALL
+        };
         let read_ahead = !found.has(keys::kind::ID)
-            && found.has(READ_AHEAD)
+            && found.has(wanted)
             && keys::has(&keys::SESSION_UPDATE, frame);
         let update = if read_ahead {
             let parsed = std::str::from_utf8(line_body(frame))

@@ -510,6 +510,7 @@ impl Run {
                 self.h.agent(msg);
             }
             Op::ClientAnswer => {
+                self.h.settle();
                 let received = client_requests(&self.h);
                 let Some(id) = self
                     .agent_ids
@@ -761,6 +762,26 @@ proptest! {
         check(&mut ahead)?;
     }
 
+    /// The relay hands the engine each read's lines at once; it finds the lines that need
+    /// reading in one pass and passes the rest as runs: the same bytes leave, in the same
+    /// order, with the same decisions, whether the lines were scanned ahead or not.
+    #[test]
+    fn runs_of_frames_are_routed_the_same(ops in session(), run_lines in 1..8usize, ahead in any::<bool>()) {
+        let mut plain = new_run();
+        let mut runs = new_run();
+        runs.h.run_lines = run_lines;
+        runs.h.scan_ahead = ahead;
+        for op in &ops {
+            plain.step(op);
+            runs.step(op);
+        }
+        runs.h.settle();
+        prop_assert_eq!(plain.h.to_client.concat(), runs.h.to_client.concat());
+        prop_assert_eq!(&plain.h.to_agent, &runs.h.to_agent);
+        prop_assert_eq!(&plain.h.notes, &runs.h.notes);
+        check(&mut runs)?;
+    }
+
     /// Any chunking of any byte stream gives the same frames, and they concatenate to the
     /// input (plus a `\n` when it ends without one).
     #[test]
@@ -829,5 +850,19 @@ fn captured_traffic_read_ahead_is_routed_the_same() {
         assert_eq!(plain.to_client, ahead.to_client, "{name}");
         assert_eq!(plain.to_agent, ahead.to_agent, "{name}");
         assert_eq!(plain.notes, ahead.notes, "{name}");
+        for (run_lines, scan_ahead) in [(1, false), (3, true), (16, false), (64, true)] {
+            let mut runs = Harness::zed();
+            runs.run_lines = run_lines;
+            runs.scan_ahead = scan_ahead;
+            support::engine::play(&mut runs, &records);
+            runs.settle();
+            assert_eq!(
+                plain.to_client.concat(),
+                runs.to_client.concat(),
+                "{name}, runs of {run_lines}"
+            );
+            assert_eq!(plain.to_agent, runs.to_agent, "{name}, runs of {run_lines}");
+            assert_eq!(plain.notes, runs.notes, "{name}, runs of {run_lines}");
+        }
     }
 }

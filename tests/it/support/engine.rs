@@ -84,6 +84,13 @@ pub struct Harness {
     /// Hand agent frames to the engine with what its scanner found first, as the relay's
     /// reader thread does.
     pub scan_ahead: bool,
+    /// Hand agent frames to the engine in runs of this many lines (`Engine::from_agent_lines`,
+    /// as the relay does with each read), the run cut short by anything else that happens; 0:
+    /// one by one.
+    pub run_lines: usize,
+    /// Agent frames of the run not handed over yet.
+    pending: Vec<u8>,
+    pending_lines: usize,
 }
 
 impl Harness {
@@ -104,6 +111,9 @@ impl Harness {
             now: 0,
             next_id: 1000,
             scan_ahead: false,
+            run_lines: 0,
+            pending: Vec::new(),
+            pending_lines: 0,
         }
     }
 
@@ -137,6 +147,7 @@ impl Harness {
 
     /// The client (Zed) sends a message.
     pub fn client(&mut self, msg: Value) {
+        self.settle();
         self.zed.client_sent(&msg);
         self.standard.client_sent(&msg);
         let mut out = Vec::new();
@@ -156,6 +167,14 @@ impl Harness {
     pub fn agent(&mut self, msg: Value) {
         let mut out = Vec::new();
         let frame = line(&msg);
+        if self.run_lines > 0 {
+            self.pending.extend_from_slice(&frame);
+            self.pending_lines += 1;
+            if self.pending_lines >= self.run_lines {
+                self.settle();
+            }
+            return;
+        }
         if self.scan_ahead {
             let scan = self.engine.scanner().scan(&frame);
             self.engine
@@ -171,14 +190,35 @@ impl Harness {
         self.agent(update_msg(session, update));
     }
 
+    /// Hand over the agent frames of an unfinished run (see `run_lines`).
+    pub fn settle(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let run = Bytes::from(std::mem::take(&mut self.pending));
+        self.pending_lines = 0;
+        let ahead = self.scan_ahead.then(|| {
+            let scanner = self.engine.scanner();
+            // As the relay hints the reader thread (after the run before).
+            scanner.reads_new_tool_calls(self.engine.reads_new_tool_calls());
+            scanner.scan_run(&run)
+        });
+        let mut out = Vec::new();
+        self.engine
+            .from_agent_lines(&run, ahead, self.now, &mut out);
+        self.run(out);
+    }
+
     /// The agent exits.
     pub fn agent_gone(&mut self, reason: &str) {
+        self.settle();
         let mut out = Vec::new();
         self.engine.agent_gone(reason, &mut out);
         self.run(out);
     }
 
     pub fn advance(&mut self, ms: u64) {
+        self.settle();
         self.now += ms;
         if self.engine.poll_timeout().is_some_and(|t| t <= self.now) {
             let mut out = Vec::new();
@@ -255,7 +295,11 @@ impl Harness {
 
     /// The last message the client got that answers request `id`.
     pub fn response(&self, id: u64) -> Option<Value> {
-        self.to_client.iter().rev().find_map(|b| {
+        let lines = self
+            .to_client
+            .iter()
+            .flat_map(|b| b.split_inclusive(|c| *c == b'\n'));
+        lines.rev().find_map(|b| {
             let v: Value = serde_json::from_slice(b).ok()?;
             (v.get("id") == Some(&json!(id)) && v.get("method").is_none()).then_some(v)
         })

@@ -1,0 +1,131 @@
+//! A run of agent frames (every complete line of one read) at once: the lines that cannot
+//! concern the engine in its current state are found by one pass over the run's bytes
+//! ([`Sieve`]) and leave with their neighbours as one slice of the read, as they came; only
+//! the others go through [`Engine::from_agent_scanned`].
+
+use bytes::Bytes;
+
+use super::{Action, Engine, Millis};
+use crate::wire::read_ahead::{AgentScan, RunScan};
+use crate::wire::sieve::Sieve;
+
+impl Engine {
+    /// Which lines of agent output must be read now; any other passes untouched (what
+    /// [`Engine::from_agent_scanned`] would decide for it, with no change of state).
+    fn sieve(&self) -> Sieve<'_> {
+        if self.models_subagents() {
+            // What makes `passes_untouched` read a frame that holds none of the keys: a
+            // standard child's frames and a replayed agent session's are told apart by session
+            // id alone, and a preset that attributes by timing claims unmarked events while a
+            // legacy child runs.
+            let unmarked_may_matter = self.reg.has_agent_children()
+                || !self.agent_replays.is_empty()
+                || (self.detector.any_timing() && self.reg.has_open_legacy_children());
+            if unmarked_may_matter {
+                Sieve::Each
+            } else {
+                Sieve::Keys(self.detector.signals())
+            }
+        } else if self.client_requests.is_empty() {
+            Sieve::None
+        } else {
+            Sieve::Id
+        }
+    }
+
+    /// Whether a new tool call that names no spawn, parent or child kind may be read (not
+    /// passed on its bytes alone): while a legacy child runs or a permission request waits.
+    /// The reader thread takes such frames apart ahead only then
+    /// ([`Scanner::reads_new_tool_calls`](crate::wire::read_ahead::Scanner::reads_new_tool_calls)).
+    pub fn reads_new_tool_calls(&self) -> bool {
+        !self.held.is_empty() || self.reg.has_open_legacy_children()
+    }
+
+    /// Every line of `run` (complete lines, each with its terminator) from the agent, in
+    /// order: the same decisions and output as [`Engine::from_agent_scanned`] line by line,
+    /// except that consecutive lines passed on unchanged leave as one [`Action::ToClient`]
+    /// slice of `run`. `ahead` is what a [`Scanner`](crate::wire::read_ahead::Scanner) found
+    /// in `run` (on the reader thread), used while it searched for this engine's keys.
+    ///
+    /// Agent frames never ask for a store look-up, so the caller may carry the actions out
+    /// after the whole run.
+    pub fn from_agent_lines(
+        &mut self,
+        run: &Bytes,
+        ahead: Option<RunScan>,
+        now: Millis,
+        out: &mut Vec<Action>,
+    ) {
+        self.now = self.now.max(now);
+        let mut ahead = ahead
+            .filter(|a| a.searched_for(self.detector.signals()))
+            .map(|a| a.lines.into_iter().peekable());
+        let (mut pos, mut passed) = (0, 0);
+        while pos < run.len() {
+            let sieve = self.sieve();
+            let next = match (&mut ahead, sieve) {
+                (_, Sieve::None) => None,
+                // The lines with a key, found ahead: the lines any sieve but `Each` picks are
+                // among them.
+                (Some(lines), Sieve::Id | Sieve::Keys(_)) => {
+                    while lines.next_if(|l| l.start < pos).is_some() {}
+                    lines.next().map(|l| (l.start, l.end, Some(l.scan)))
+                }
+                (_, sieve) => sieve.next_line(run, pos).map(|h| {
+                    let scan = match (&mut ahead, sieve) {
+                        // A line not found ahead holds no key.
+                        (Some(lines), _) => Some(
+                            lines
+                                .next_if(|l| l.start == h.start)
+                                .map_or_else(AgentScan::plain, |l| l.scan),
+                        ),
+                        (None, Sieve::Keys(signals)) => {
+                            Some(AgentScan::found(signals.scan(&run[h.hit..h.end])))
+                        }
+                        (None, _) => None,
+                    };
+                    (h.start, h.end, scan)
+                }),
+            };
+            let Some((start, end, scan)) = next else {
+                break;
+            };
+            self.debug_check_passed(run, pos, start);
+            let before = out.len();
+            self.from_agent_scanned(run.slice(start..end), scan, now, out);
+            pos = end;
+            let untouched = out.len() == before + 1
+                && matches!(&out[before], Action::ToClient(sent)
+                    if sent.as_ptr() == run[start..].as_ptr() && sent.len() == end - start);
+            if untouched {
+                out.pop();
+                continue;
+            }
+            if passed < start {
+                out.insert(before, Action::ToClient(run.slice(passed..start)));
+            }
+            passed = end;
+        }
+        self.debug_check_passed(run, pos, run.len());
+        if passed < run.len() {
+            out.push(Action::ToClient(run.slice(passed..)));
+        }
+    }
+
+    /// Debug builds (every test): the lines `run[from..to]` the sieve let pass hold no key and
+    /// do pass untouched, so `sieve` cannot drift from the engine's own test.
+    fn debug_check_passed(&self, run: &[u8], from: usize, to: usize) {
+        if !cfg!(debug_assertions) || !self.models_subagents() || from >= to {
+            return;
+        }
+        for (a, b) in crate::wire::lines(&run[from..to]) {
+            let line = &run[from + a..from + b];
+            let found = self.detector.scan(line);
+            debug_assert!(
+                found.is_empty() && self.passes_untouched(line, found),
+                "a line the sieve passed needs reading: {}",
+                String::from_utf8_lossy(line)
+            );
+        }
+    }
+}
