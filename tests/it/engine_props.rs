@@ -767,8 +767,8 @@ proptest! {
     /// order, with the same decisions, whether the lines were scanned ahead or not.
     #[test]
     fn runs_of_frames_are_routed_the_same(ops in session(), run_lines in 1..8usize, ahead in any::<bool>()) {
-        let mut plain = new_run();
-        let mut runs = new_run();
+        let mut plain = new_run(ZedRules::Main);
+        let mut runs = new_run(ZedRules::Main);
         runs.h.run_lines = run_lines;
         runs.h.scan_ahead = ahead;
         for op in &ops {
