@@ -128,16 +128,10 @@ fn update(u: Value) -> Value {
     json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1", "update": u}})
 }
 
-/// Play the made-up agent through the proxy; returns every message the client got before the
-/// prompt's answer, the proxy (still running) and its stderr so far.
+/// Play the made-up agent (3.1.0) through the proxy; returns every message the client got
+/// before the prompt's answer, and the proxy (still running).
 fn madeup_session(s: &Scratch, config: &str) -> (Vec<Value>, Proxy) {
-    let steps = [
-        json!({"expect": "initialize"}),
-        json!({"reply": {"protocolVersion": 1, "agentCapabilities": {"loadSession": true},
-            "agentInfo": {"name": "madeup-agent", "version": "3.1.0"}}}),
-        json!({"expect": "session/new"}),
-        json!({"reply": {"sessionId": "s1"}}),
-        json!({"expect": "session/prompt"}),
+    let turn = vec![
         json!({"send": update(json!({"sessionUpdate": "tool_call", "toolCallId": "mk1",
             "title": "Hand off", "kind": "other", "status": "pending",
             "rawInput": {"goal": "Count the files"}, "_meta": {"madeup": {"tool": "handoff"}}}))}),
@@ -152,28 +146,8 @@ fn madeup_session(s: &Scratch, config: &str) -> (Vec<Value>, Proxy) {
             "content": [{"type": "content", "content": {"type": "text", "text": "Result: 3 files"}}]}))}),
         json!({"send": update(json!({"sessionUpdate": "agent_message_chunk",
             "content": {"type": "text", "text": "PARENT-SAYS done"}}))}),
-        json!({"reply": {"stopReason": "end_turn"}}),
     ];
-    let mut proxy = Proxy::start(s.dir.path(), &["--config", config], &s.agent(&steps));
-    proxy.send(ZED_INITIALIZE.as_bytes());
-    assert_eq!(proxy.next_json()["id"], 1, "initialize answered");
-    proxy.send_json(&json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
-        "params": {"cwd": "/p", "mcpServers": []}}));
-    assert_eq!(proxy.next_json()["result"]["sessionId"], "s1");
-    proxy.send_json(
-        &json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-        "params": {"sessionId": "s1", "prompt": []}}),
-    );
-    let mut got = Vec::new();
-    loop {
-        let msg = proxy.next_json();
-        let done = msg["id"] == 3;
-        got.push(msg);
-        if done {
-            break;
-        }
-    }
-    (got, proxy)
+    madeup_turn(s, config, "3.1.0", turn)
 }
 
 fn texts_in(msgs: &[Value], session: &str) -> Vec<String> {
@@ -286,13 +260,13 @@ fn done(id: &str) -> Value {
         "status": "completed"}))})
 }
 
-/// One prompt of the made-up agent playing `turn`; every message the client got until the
-/// prompt's answer.
-fn timed_turn(s: &Scratch, config: &str, turn: Vec<Value>) -> (Vec<Value>, Proxy) {
+/// One prompt of the made-up agent (`version`) playing `turn`; every message the client got
+/// until the prompt's answer, and the proxy (still running).
+fn madeup_turn(s: &Scratch, config: &str, version: &str, turn: Vec<Value>) -> (Vec<Value>, Proxy) {
     let mut steps = vec![
         json!({"expect": "initialize"}),
         json!({"reply": {"protocolVersion": 1, "agentCapabilities": {"loadSession": true},
-            "agentInfo": {"name": "madeup-agent", "version": "1.0.0"}}}),
+            "agentInfo": {"name": "madeup-agent", "version": version}}}),
         json!({"expect": "session/new"}),
         json!({"reply": {"sessionId": "s1"}}),
         json!({"expect": "session/prompt"}),
@@ -334,7 +308,7 @@ fn timing_attribution_is_opt_in_and_only_while_one_spawn_is_open() {
         done("h1"),
         said("PARENT-SAYS done"),
     ];
-    let (got, mut proxy) = timed_turn(&s, &config, turn.clone());
+    let (got, mut proxy) = madeup_turn(&s, &config, "1.0.0", turn.clone());
     assert_eq!(texts_in(&got, "s1"), ["PARENT-SAYS done"], "{got:#?}");
     let child = got
         .iter()
@@ -385,7 +359,7 @@ fn timing_attribution_is_opt_in_and_only_while_one_spawn_is_open() {
         done("h1"),
         done("h2"),
     ];
-    let (got, mut proxy) = timed_turn(&s2, &config2, two);
+    let (got, mut proxy) = madeup_turn(&s2, &config2, "1.0.0", two);
     assert_eq!(texts_in(&got, "s1"), ["WHOSE"], "{got:#?}");
     proxy.close_stdin();
     assert_eq!(proxy.exit_code(), 0);
@@ -396,7 +370,7 @@ fn timing_attribution_is_opt_in_and_only_while_one_spawn_is_open() {
         "proxy.toml",
         format!("{base}{}", TIMED.replace("timing = true\n", "")),
     );
-    let (got, mut proxy) = timed_turn(&s3, &config3, turn);
+    let (got, mut proxy) = madeup_turn(&s3, &config3, "1.0.0", turn);
     assert_eq!(
         texts_in(&got, "s1"),
         ["CHILD-SAYS hi", "PARENT-SAYS done"],
