@@ -5,7 +5,9 @@ all there is), answers each request from a scenario script, and logs one line pe
 stderr so that a failing run shows what the agent asked for. Standard library only.
 """
 
+import argparse
 import json
+import os
 import sys
 import threading
 import time
@@ -106,3 +108,27 @@ def serve(handle, port_file, log_name="stand-in"):
 
     os.replace(port_file + ".tmp", port_file)
     server.serve_forever()
+
+
+def log_turn(log_dir, n, body, conv, items, **extra):
+    """With `--log-dir`, write request `n` and the scripted answer there (debugging)."""
+    if log_dir:
+        with open(os.path.join(log_dir, f"{n:03d}.json"), "w") as f:
+            json.dump({**extra, "request": body, "role": conv.role, "tag": conv.tag,
+                       "side": conv.side, "reply": repr(items)}, f, indent=1)
+
+
+def run(script_class, handler, log_name):
+    """A kit's model.py entry point (`--scenario NAME --workspace DIR --port-file F`): serve
+    `handler(script, log_dir)` for the scenario's script."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--scenario", required=True)
+    ap.add_argument("--workspace", required=True)
+    ap.add_argument("--port-file", required=True)
+    ap.add_argument("--log-dir", help="write every request and its answer here (debugging)")
+    args = ap.parse_args()
+    if args.log_dir:
+        os.makedirs(args.log_dir, exist_ok=True)
+    script = script_class(args.scenario)
+    script.workspace = args.workspace
+    serve(handler(script, args.log_dir), args.port_file, log_name=log_name)

@@ -12,14 +12,13 @@ The scenario comes from a `delegation.Script`; function results come back as
 `functionResponse` parts, matched to calls by name and order (Gemini ids are optional).
 """
 
-import argparse
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from base import Reply, serve  # noqa: E402
+from base import Reply, log_turn, run  # noqa: E402
 from delegation import CHILD_RE, MAIN_RE, Call, Conversation, Result, Text  # noqa: E402
 
 
@@ -101,10 +100,7 @@ def handler(script, log_dir=None):
         else:
             items = script.reply(conv)
         counter[0] += 1
-        if log_dir:
-            with open(os.path.join(log_dir, f"{counter[0]:03d}.json"), "w") as f:
-                json.dump({"path": req.path, "request": body, "role": conv.role, "tag": conv.tag,
-                           "side": conv.side, "reply": repr(items)}, f, indent=1)
+        log_turn(log_dir, counter[0], body, conv, items, path=req.path)
         print(f"gemini: #{counter[0]} {model}:{action} role={conv.role} tag={conv.tag} "
               f"side={conv.side} results={len(conv.results)} -> {items!r}", file=sys.stderr)
         parts = parts_of(items)
@@ -120,15 +116,5 @@ def handler(script, log_dir=None):
 
 
 def main(script_class):
-    """The entry point of a kit's model.py: `--scenario NAME --workspace DIR --port-file F`."""
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--scenario", required=True)
-    ap.add_argument("--workspace", required=True)
-    ap.add_argument("--port-file", required=True)
-    ap.add_argument("--log-dir", help="write every request and its answer here (debugging)")
-    args = ap.parse_args()
-    if args.log_dir:
-        os.makedirs(args.log_dir, exist_ok=True)
-    script = script_class(args.scenario)
-    script.workspace = args.workspace
-    serve(handler(script, args.log_dir), args.port_file, log_name="gemini")
+    """The entry point of a kit's model.py."""
+    run(script_class, handler, "gemini")

@@ -11,7 +11,6 @@ Agents retry an answer they cannot parse, some without limit, so every request g
 well-formed answer, side requests (titles, summaries, schema classifiers) included.
 """
 
-import argparse
 import json
 import os
 import re
@@ -20,7 +19,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from base import Reply, serve  # noqa: E402
+from base import Reply, log_turn, run  # noqa: E402
 from delegation import Call, Conversation, Result, Text  # noqa: E402
 
 MODEL = "fake-model"
@@ -130,10 +129,7 @@ def handler(script, log_dir=None):
         conv = conversation(body)
         items = script.reply(conv)
         counter[0] += 1
-        if log_dir:
-            with open(os.path.join(log_dir, f"{counter[0]:03d}.json"), "w") as f:
-                json.dump({"request": body, "role": conv.role, "tag": conv.tag,
-                           "side": conv.side, "reply": repr(items)}, f, indent=1)
+        log_turn(log_dir, counter[0], body, conv, items)
         print(f"openai-chat: #{counter[0]} role={conv.role} tag={conv.tag} side={conv.side} "
               f"results={len(conv.results)} -> {items!r}", file=sys.stderr)
         model = body.get("model") or MODEL
@@ -146,15 +142,5 @@ def handler(script, log_dir=None):
 
 
 def main(script_class):
-    """The entry point of a kit's model.py: `--scenario NAME --workspace DIR --port-file F`."""
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--scenario", required=True)
-    ap.add_argument("--workspace", required=True)
-    ap.add_argument("--port-file", required=True)
-    ap.add_argument("--log-dir", help="write every request and its answer here (debugging)")
-    args = ap.parse_args()
-    if args.log_dir:
-        os.makedirs(args.log_dir, exist_ok=True)
-    script = script_class(args.scenario)
-    script.workspace = args.workspace
-    serve(handler(script, args.log_dir), args.port_file, log_name="openai-chat")
+    """The entry point of a kit's model.py."""
+    run(script_class, handler, "openai-chat")

@@ -10,7 +10,6 @@ tool is sent with that `namespace` (codex's multi-agent tools come as the namesp
 `multi_agent_v1`, and a call to one of them must name it). `GET /v1/models` lists nothing.
 """
 
-import argparse
 import itertools
 import json
 import os
@@ -19,7 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from base import Reply, serve  # noqa: E402
+from base import Reply, log_turn, run  # noqa: E402
 from delegation import Call, Conversation, Result, Text  # noqa: E402
 
 
@@ -131,10 +130,7 @@ def handler(script, log_dir=None):
         conv = conversation(body)
         items = script.reply(conv)
         counter[0] += 1
-        if log_dir:
-            with open(os.path.join(log_dir, f"{counter[0]:03d}.json"), "w") as f:
-                json.dump({"request": body, "role": conv.role, "tag": conv.tag,
-                           "side": conv.side, "reply": repr(items)}, f, indent=1)
+        log_turn(log_dir, counter[0], body, conv, items)
         print(f"responses: #{counter[0]} role={conv.role} tag={conv.tag} side={conv.side} "
               f"results={len(conv.results)} -> {items!r}", file=sys.stderr)
         out = output_items(items, body, ids)
@@ -146,15 +142,5 @@ def handler(script, log_dir=None):
 
 
 def main(script_class):
-    """The entry point of a kit's model.py: `--scenario NAME --workspace DIR --port-file F`."""
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--scenario", required=True)
-    ap.add_argument("--workspace", required=True)
-    ap.add_argument("--port-file", required=True)
-    ap.add_argument("--log-dir", help="write every request and its answer here (debugging)")
-    args = ap.parse_args()
-    if args.log_dir:
-        os.makedirs(args.log_dir, exist_ok=True)
-    script = script_class(args.scenario)
-    script.workspace = args.workspace
-    serve(handler(script, args.log_dir), args.port_file, log_name="responses")
+    """The entry point of a kit's model.py."""
+    run(script_class, handler, "responses")
