@@ -121,6 +121,19 @@ pub struct Msg {
     pub value: Option<Value>,
 }
 
+impl Msg {
+    /// What the message is, in a word or two: its `sessionUpdate`, else its method.
+    pub fn what(&self) -> String {
+        match (self.kind, &self.update, &self.method) {
+            (Kind::Note, ..) => "proxy note".to_owned(),
+            (Kind::Stderr, ..) => "agent stderr".to_owned(),
+            (_, Some(u), _) => u.clone(),
+            (_, None, Some(method)) => method.clone(),
+            _ => String::new(),
+        }
+    }
+}
+
 /// A subagent as seen in the dump.
 #[derive(Debug, Clone)]
 pub struct Node {

@@ -175,13 +175,7 @@ pub fn write(
                 },
                 None => -1,
             };
-            let what = match (m.kind, &m.update, &m.method) {
-                (Kind::Note, ..) => "proxy note".to_owned(),
-                (Kind::Stderr, ..) => "agent stderr".to_owned(),
-                (_, Some(u), _) => u.clone(),
-                (_, None, Some(method)) => method.clone(),
-                _ => String::new(),
-            };
+            let what = m.what();
             let opt = |v: Option<usize>| v.map(|x| x as i64).unwrap_or(-1);
             if let Some(t) = m.turn {
                 turn_first_row.entry(t).or_insert(rows);

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use super::annotate::{short_session, Kind, Msg, Tracker};
+use super::annotate::{short_session, Msg, Tracker};
 use crate::dump::reader::{Item, Reader, Record};
 use crate::dump::Direction;
 
@@ -304,13 +304,7 @@ pub fn line(rec: &Record, m: &Msg, color: bool) -> String {
         id.to_owned()
     };
     let session = m.session.as_deref().map(short_session).unwrap_or_default();
-    let what = match (m.kind, &m.update, &m.method) {
-        (Kind::Note, ..) => "proxy note".to_owned(),
-        (Kind::Stderr, ..) => "agent stderr".to_owned(),
-        (_, Some(u), _) => u.clone(),
-        (_, None, Some(method)) => method.clone(),
-        _ => String::new(),
-    };
+    let what = m.what();
     let indent = if m.depth > 0 {
         format!("{}↳ ", "  ".repeat(m.depth - 1))
     } else {
