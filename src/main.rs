@@ -379,13 +379,18 @@ fn error_chain(err: &anyhow::Error) -> String {
     text
 }
 
+const LOG_QUEUE_LINES: usize = 4096;
+
 /// Logs go to stderr through a writer thread with a bounded, lossy queue: an editor that
-/// stops reading our stderr must never stall the relay.
+/// stops reading our stderr must never stall the relay. The queue's slots are allocated and
+/// touched up front (32 bytes each): the library's default of 128 000 lines would be 4 MiB of
+/// resident memory in every proxy, where a few thousand lines cover any burst of logs.
 fn init_tracing(level: &str) -> anyhow::Result<tracing_appender::non_blocking::WorkerGuard> {
     let filter = tracing_subscriber::EnvFilter::try_new(level)
         .with_context(|| format!("invalid log level `{level}`"))?;
     let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
         .lossy(true)
+        .buffered_lines_limit(LOG_QUEUE_LINES)
         .thread_name("acp-proxy-log")
         .finish(std::io::stderr());
     tracing_subscriber::fmt()
