@@ -158,7 +158,7 @@ pub(crate) fn ensure(
         _ => bytes.to_string(),
     };
     // The version in the name changes whenever the generator's output changes.
-    let path = dir.join(format!("v2-{}-s{seed}-{size}.jsonl", profile.name()));
+    let path = dir.join(format!("v3-{}-s{seed}-{size}.jsonl", profile.name()));
     // The summary is written last: a stream is reused only when its summary exists and both
     // files have the lengths it records (a run killed midway, or another process generating
     // the same stream, never leaves a stream and class file that do not belong together).
@@ -276,6 +276,8 @@ pub(crate) struct Generator<W: Write, C: Write> {
     /// The parent's latest tool call: updates name a tool call announced before them, as
     /// real agents' do (Zed refuses an update before its tool call; the proxy repairs it).
     last_parent_tool: Option<u64>,
+    /// Each running child's latest tool call, which its updates name (the same rule).
+    last_child_tool: std::collections::HashMap<u64, u64>,
 }
 
 /// A pi-like child of the flood profile: its spinner is due at `due` (agent time, ms).
@@ -308,6 +310,7 @@ impl<W: Write, C: Write> Generator<W, C> {
             next_perm: 1,
             active: Vec::new(),
             last_parent_tool: None,
+            last_child_tool: std::collections::HashMap::new(),
         }
     }
 
@@ -518,10 +521,21 @@ impl<W: Write, C: Write> Generator<W, C> {
         }
     }
 
+    /// A tool call of a child's that its updates may name: its latest, or a new one.
+    fn child_tool(&mut self, parent: u64) -> anyhow::Result<u64> {
+        match self.last_child_tool.get(&parent) {
+            Some(&id) => Ok(id),
+            None => self.tool_call(Some(parent)),
+        }
+    }
+
     fn tool_call(&mut self, parent: Option<u64>) -> anyhow::Result<u64> {
         let id = self.tool_id();
-        if parent.is_none() {
-            self.last_parent_tool = Some(id);
+        match parent {
+            None => self.last_parent_tool = Some(id),
+            Some(p) => {
+                self.last_child_tool.insert(p, id);
+            }
         }
         let (tool, kind, title) = self.pick_tool();
         self.begin_update();
@@ -693,6 +707,7 @@ impl<W: Write, C: Write> Generator<W, C> {
 
     /// The post-hook update and the completion of a subagent's spawn tool call.
     fn end_spawn(&mut self, id: u64) -> anyhow::Result<()> {
+        self.last_child_tool.remove(&id);
         self.begin_update();
         self.push(
             "\"_meta\":{\"claudeCode\":{\"toolResponse\":{\"status\":\"completed\",\"agentId\":\"a",
@@ -722,7 +737,7 @@ impl<W: Write, C: Write> Generator<W, C> {
             4..=6 => self.tool_call(Some(parent)).map(|_| ()),
             7 => {
                 // The post-tool hook update of a child tool: no parent id (as in the fixture).
-                let id = self.tool_id();
+                let id = self.child_tool(parent)?;
                 self.begin_update();
                 self.push("\"_meta\":{\"claudeCode\":{\"toolResponse\":{\"filenames\":[\"/home/user/project/b.txt\",\"/home/user/project/a.txt\"],\"durationMs\":10,\"numFiles\":2,\"truncated\":false},\"toolName\":\"Glob\"}},\"toolCallId\":");
                 self.push_tool_id(id);
@@ -731,7 +746,7 @@ impl<W: Write, C: Write> Generator<W, C> {
                 self.emit(CLASS_CHILD)
             }
             _ => {
-                let id = self.tool_id();
+                let id = self.child_tool(parent)?;
                 if big {
                     self.tool_result(id, Some(parent))
                 } else {
