@@ -314,7 +314,10 @@ impl Engine {
         } else {
             // Without subagents only responses to the client's requests matter (they are
             // answered by the proxy if the agent dies, and `initialize` is read).
-            if self.client_requests.is_empty() || !keys::has(&keys::ID_KEY, &frame) {
+            if self.client_requests.is_empty()
+                || !keys::has(&keys::ID_KEY, &frame)
+                || !keys::may_be_response(&frame)
+            {
                 out.push(Action::ToClient(frame));
                 return;
             }

@@ -138,12 +138,20 @@ fn poll_read_fd(
         // SAFETY: read(2) only writes initialised bytes into the unfilled part, and we
         // only mark as filled what it reports to have written.
         let unfilled = unsafe { buf.unfilled_mut() };
+        let room = unfilled.len();
         let res = guard.try_io(|fd| read_uninit(fd.as_raw_fd(), unfilled));
         match res {
             Ok(Ok(n)) => {
                 // SAFETY: the kernel initialised n bytes.
                 unsafe { buf.assume_init(n) };
                 buf.advance(n);
+                // A pipe or stream socket returns less than asked only when it holds no
+                // more: wait for the next readiness event instead of a read that would find
+                // nothing (one system call less per frame of an interactive exchange). Bytes
+                // that arrive meanwhile raise a new edge-triggered event, so none is missed.
+                if n > 0 && n < room {
+                    guard.clear_ready();
+                }
                 return Poll::Ready(Ok(()));
             }
             Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,

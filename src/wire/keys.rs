@@ -17,10 +17,19 @@ pub static SUBAGENT_INFO: LazyLock<Finder<'static>> =
     LazyLock::new(|| Finder::new(b"subagent_session_info"));
 pub static TOOL_CALL_ID_KEY: LazyLock<Finder<'static>> =
     LazyLock::new(|| Finder::new(b"\"toolCallId\""));
+static RESULT_KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"result\""));
+static ERROR_KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"error\""));
 
 /// Whether `hay` contains what `f` looks for.
 pub fn has(f: &LazyLock<Finder<'static>>, hay: &[u8]) -> bool {
     f.find(hay).is_some()
+}
+
+/// Whether `hay` may be a JSON-RPC response: a response has a `result` or an `error` key.
+/// Two searches at memory speed instead of a parse of the whole frame, for the requests and
+/// notifications that hold an `"id"` somewhere.
+pub fn may_be_response(hay: &[u8]) -> bool {
+    has(&RESULT_KEY, hay) || has(&ERROR_KEY, hay)
 }
 
 /// Kinds of key an agent frame is searched for, as bits of [`Found`].
