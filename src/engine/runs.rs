@@ -34,11 +34,12 @@ impl Engine {
     }
 
     /// Whether a new tool call that names no spawn, parent or child kind may be read (not
-    /// passed on its bytes alone): while a legacy child runs or a permission request waits.
-    /// The reader thread takes such frames apart ahead only then
+    /// passed on its bytes alone): always for Zed (its thread's tool calls are remembered, to
+    /// keep Zed's tool call rules), else while a legacy child runs or a permission request
+    /// waits. The reader thread takes such frames apart ahead only then
     /// ([`Scanner::reads_new_tool_calls`](crate::wire::read_ahead::Scanner::reads_new_tool_calls)).
     pub fn reads_new_tool_calls(&self) -> bool {
-        !self.held.is_empty() || self.reg.has_open_legacy_children()
+        self.zed() || !self.held.is_empty() || self.reg.has_open_legacy_children()
     }
 
     /// Every line of `run` (complete lines, each with its terminator) from the agent, in
