@@ -5,8 +5,6 @@
 use std::borrow::Cow;
 
 use bytes::Bytes;
-use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::{str_field, Action, Engine, Millis, NoteLevel};
@@ -14,6 +12,7 @@ use crate::subagents::ids::ChildId;
 use crate::subagents::model::Child;
 use crate::subagents::render::zed;
 use crate::wire::keys;
+use crate::wire::request_view::RequestView;
 use crate::wire::{self, write};
 
 /// A permission request waiting to learn which session it belongs to.
@@ -172,39 +171,11 @@ impl Engine {
     /// Send a request that a child owns to the session the client knows for it. A request
     /// no child owns is handed back; one that names no session goes out as it is.
     fn route_to_owner(&mut self, frame: Bytes, out: &mut Vec<Action>) -> Option<Unowned> {
-        // Borrowed: a permission request carries a whole tool call (often kilobytes); a tree
-        // is built only when the request must be rewritten or a parent key must be read.
-        #[derive(Deserialize)]
-        struct Request<'a> {
-            #[serde(borrow, default)]
-            method: Option<Cow<'a, str>>,
-            #[serde(borrow, default)]
-            params: Option<Params<'a>>,
-        }
-        #[derive(Deserialize)]
-        struct Params<'a> {
-            #[serde(borrow, rename = "sessionId", default)]
-            session_id: Option<Cow<'a, str>>,
-            #[serde(borrow, rename = "toolCall", default)]
-            tool_call: Option<&'a RawValue>,
-            /// A session-scoped elicitation's tool call.
-            #[serde(borrow, rename = "toolCallId", default)]
-            tool_call_id: Option<Cow<'a, str>>,
-            /// An elicitation's mode and URL: whether Zed shows it.
-            #[serde(borrow, default)]
-            mode: Option<Cow<'a, str>>,
-            #[serde(borrow, default)]
-            url: Option<Cow<'a, str>>,
-        }
-        #[derive(Deserialize)]
-        struct ToolCallHead<'a> {
-            #[serde(borrow, rename = "toolCallId", default)]
-            tool_call_id: Option<Cow<'a, str>>,
-            #[serde(borrow, default)]
-            title: Option<&'a RawValue>,
-        }
+        // Borrowed: a permission request carries a whole tool call (often kilobytes), read in
+        // one pass; a tree is built only when the request must be rewritten or a parent key
+        // must be read.
         let body = frame.clone();
-        let Ok(req) = serde_json::from_slice::<Request<'_>>(wire::line_body(&body)) else {
+        let Some(req) = RequestView::read(wire::line_body(&body)) else {
             out.push(Action::ToClient(frame));
             return None;
         };
@@ -217,14 +188,11 @@ impl Engine {
             out.push(Action::ToClient(frame));
             return None;
         };
-        let tool_raw = params.tool_call.map(RawValue::get);
-        let head = tool_raw.and_then(|t| serde_json::from_str::<ToolCallHead<'_>>(t).ok());
+        let tool_raw = params.tool_call;
         let untitled = method == "session/request_permission"
-            && !head
-                .as_ref()
-                .and_then(|h| h.title)
-                .is_some_and(|t| t.get().starts_with('"'));
-        let tool = head
+            && !params.head.as_ref().is_some_and(|h| h.titled);
+        let tool = params
+            .head
             .and_then(|h| h.tool_call_id)
             .or(params.tool_call_id)
             .map(Cow::into_owned);

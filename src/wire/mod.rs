@@ -10,6 +10,7 @@
 pub mod envelope;
 pub mod keys;
 pub mod read_ahead;
+pub mod request_view;
 pub mod sieve;
 #[allow(unsafe_code)] // SSE2 intrinsics for the string scan
 mod skip;

@@ -135,11 +135,11 @@ fn read_update(text: &str, at: usize, outer: usize) -> Option<(UpdateParts<'_>, 
 }
 
 /// A member's key, quotes included, as it is in the input.
-struct Key<'a>(&'a str);
+pub(super) struct Key<'a>(&'a str);
 
 impl<'a> Key<'a> {
     /// The name, if it has no escapes.
-    fn plain(&self) -> Option<&'a str> {
+    pub(super) fn plain(&self) -> Option<&'a str> {
         let name = unquote(self.0)?;
         memchr::memchr(b'\\', name.as_bytes())
             .is_none()
@@ -147,14 +147,14 @@ impl<'a> Key<'a> {
     }
 
     /// The name with its escapes decoded (`None` if they do not decode, e.g. a lone surrogate).
-    fn decoded(&self) -> Option<Cow<'a, str>> {
+    pub(super) fn decoded(&self) -> Option<Cow<'a, str>> {
         decode(self.0)
     }
 }
 
 /// Walk the object whose `{` is at `i`: for each member, `on_member` gets its key and the index
 /// of its value and returns the index after the value. Returns the index after the `}`.
-fn members<'a>(
+pub(super) fn members<'a>(
     text: &'a str,
     i: usize,
     mut on_member: impl FnMut(Key<'a>, usize) -> Option<usize>,
@@ -187,7 +187,7 @@ fn members<'a>(
 }
 
 /// The string at `i` (its opening quote), decoded, and the index after it.
-fn string_at(text: &str, i: usize) -> Option<(Cow<'_, str>, usize)> {
+pub(super) fn string_at(text: &str, i: usize) -> Option<(Cow<'_, str>, usize)> {
     let b = text.as_bytes();
     if b.get(i) != Some(&b'"') {
         return None;
@@ -197,7 +197,7 @@ fn string_at(text: &str, i: usize) -> Option<(Cow<'_, str>, usize)> {
 }
 
 /// A string or `null` at `i`, and the index after it.
-fn nullable_string_at(text: &str, i: usize) -> Option<(Option<Cow<'_, str>>, usize)> {
+pub(super) fn nullable_string_at(text: &str, i: usize) -> Option<(Option<Cow<'_, str>>, usize)> {
     match text.as_bytes().get(i)? {
         b'n' => Some((None, literal_end(text.as_bytes(), i, b"null")?)),
         _ => string_at(text, i).map(|(s, end)| (Some(s), end)),
@@ -219,7 +219,7 @@ fn unquote(quoted: &str) -> Option<&str> {
     quoted.strip_prefix('"')?.strip_suffix('"')
 }
 
-fn only_whitespace_after(text: &str, end: usize) -> bool {
+pub(super) fn only_whitespace_after(text: &str, end: usize) -> bool {
     skip_ws(text.as_bytes(), end) == text.len()
 }
 
