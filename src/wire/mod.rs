@@ -1,7 +1,8 @@
 //! The wire: newline-delimited JSON-RPC as bytes, and everything read from or written to it
 //! without state. Frame bodies and line splitting (here), the borrowed [`envelope`], byte
 //! scans for the keys the router tests ([`keys`]), a validating JSON skipper (`skip`), the
-//! one-pass `session/update` reader ([`update_view`]), the lines of a run of frames that need
+//! one-pass `session/update` reader ([`update_view`]) and agent request reader
+//! ([`request_view`]), the lines of a run of frames that need
 //! reading at all ([`sieve`]), the state-free reading done ahead on the reader thread
 //! ([`read_ahead`]) and the lines the proxy writes itself ([`write`](mod@write)).
 //!
