@@ -211,14 +211,7 @@ impl Engine {
         let final_card = child.card_is_final();
         let card = if final_card {
             // A background child keeps working after its card completed: extend its range.
-            (child.entries.count() != entries_before)
-                .then(|| {
-                    child.end_turn();
-                    self.render
-                        .card_update(child, None, None)
-                        .map(CardChange::Update)
-                })
-                .flatten()
+            settled_card_grown(self.render.as_ref(), child, entries_before)
         } else if !replaying && !replay_skip {
             let step = Step {
                 kind: &kind,
@@ -238,4 +231,20 @@ impl Engine {
             self.release_held(agent_session, t, out);
         }
     }
+}
+
+/// The card of a child whose card had settled, after more of its work was recorded: when its
+/// entries grew, its turn ends again and the card's range covers them; otherwise no change.
+pub(super) fn settled_card_grown(
+    render: &dyn render::Render,
+    child: &mut Child,
+    entries_before: u32,
+) -> Option<CardChange> {
+    if child.entries.count() == entries_before {
+        return None;
+    }
+    child.end_turn();
+    render
+        .card_update(child, None, None)
+        .map(CardChange::Update)
 }

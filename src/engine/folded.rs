@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use super::{str_field, Action, Engine};
 use crate::subagents::fold::Fold;
 use crate::subagents::ids::ChildId;
-use crate::subagents::render::{CardChange, Step};
+use crate::subagents::render::Step;
 use crate::subagents::spec::TranscriptOn;
 
 impl Engine {
@@ -43,14 +43,7 @@ impl Engine {
             };
             let card = if child.card_is_final() {
                 // Work after the card settled (a box that outlived its spawn): the range grows.
-                (child.entries.count() != before)
-                    .then(|| {
-                        child.end_turn();
-                        self.render
-                            .card_update(child, None, None)
-                            .map(CardChange::Update)
-                    })
-                    .flatten()
+                super::child_events::settled_card_grown(self.render.as_ref(), child, before)
             } else if replaying {
                 None
             } else {
