@@ -80,9 +80,7 @@ impl<'a> RequestView<'a> {
         })?;
         only_whitespace_after(text, end).then_some(view)
     }
-}
 
-impl<'a> RequestView<'a> {
     /// The same fields read by serde_json's derived structs.
     fn by_serde(body: &'a [u8]) -> Option<RequestView<'a>> {
         #[derive(Deserialize)]
