@@ -32,6 +32,7 @@ mod presets_agents;
 mod presets_cli;
 mod relay_bytes;
 mod replay_cases;
+mod rust_version;
 mod secrets;
 mod setup_zed;
 mod soak;
