@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 use acp_proxy::config::{self, Config, ConfigSource};
 use acp_proxy::dump::Dump;
 use acp_proxy::engine::Engine;
-use acp_proxy::store::{self, Store, StoreConfig, StoreLocation, StoreOp};
+use acp_proxy::store::{self, Store, StoreConfig, StoreLocation};
 use acp_proxy::transport::relay::{self, RelayOptions};
 
 mod cli;
@@ -126,23 +126,6 @@ enum StoreCommand {
         /// max_bytes`). 0 = no size limit.
         #[arg(long, value_name = "SIZE", value_parser = acp_proxy::units::parse_bytes)]
         max_bytes: Option<u64>,
-    },
-    /// Append COUNT updates to one child in batches, printing `committed N` after each
-    /// committed batch (used by the store's crash and concurrency tests).
-    #[command(hide = true)]
-    BenchWriter {
-        #[arg(long, value_name = "PATH")]
-        path: PathBuf,
-        #[arg(long, value_name = "CHILD")]
-        child: String,
-        #[arg(long, value_name = "N")]
-        count: u64,
-        /// Updates per committed batch.
-        #[arg(long, value_name = "N", default_value_t = 7)]
-        batch: u64,
-        /// Stop after this long even if COUNT is not reached.
-        #[arg(long, value_name = "MS")]
-        duration_ms: Option<u64>,
     },
 }
 
@@ -282,6 +265,13 @@ fn store_command(mut cfg: StoreConfig, command: StoreCommand) -> anyhow::Result<
             Some(l) => l.clone(),
             None => StoreLocation::Path(store::default_path()?),
         };
+        if location == StoreLocation::Memory {
+            println!(
+                "store: memory (nothing is stored: an in-memory store lives and ends with the \
+                 proxy that uses it)"
+            );
+            return Ok(None);
+        }
         if let StoreLocation::Path(path) = &location {
             if !path.exists() {
                 println!("store: {} (does not exist yet)", path.display());
@@ -309,61 +299,7 @@ fn store_command(mut cfg: StoreConfig, command: StoreCommand) -> anyhow::Result<
             }
             Ok(0)
         }
-        StoreCommand::BenchWriter {
-            path,
-            child,
-            count,
-            batch,
-            duration_ms,
-        } => {
-            cfg.location = Some(StoreLocation::Path(path));
-            let store = Store::open(&cfg)?;
-            bench_writer(&store, &child, count, batch.max(1), duration_ms)?;
-            Ok(0)
-        }
     }
-}
-
-/// Write `count` updates `{"n":1}`, `{"n":2}`, ... to `child`, flushing every `batch` and
-/// printing `committed N` once update N is committed.
-fn bench_writer(
-    store: &Store,
-    child: &str,
-    count: u64,
-    batch: u64,
-    duration_ms: Option<u64>,
-) -> anyhow::Result<()> {
-    use std::io::Write;
-    let deadline = duration_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
-    store.submit(StoreOp::UpsertChild {
-        child_id: child.to_owned(),
-        parent_session_id: "bench".to_owned(),
-        spawn_tool_call_id: format!("bench-{child}"),
-        agent: "bench-writer".to_owned(),
-        cwd: None,
-        title: None,
-        tool_name: None,
-        state: acp_proxy::store::ChildState::Running,
-    });
-    let mut stdout = std::io::stdout().lock();
-    let mut n = 0;
-    while n < count && deadline.is_none_or(|d| Instant::now() < d) {
-        let end = (n + batch).min(count);
-        while n < end {
-            n += 1;
-            store.submit(StoreOp::AppendUpdate {
-                child_id: child.to_owned(),
-                update: format!(
-                    r#"{{"sessionUpdate":"agent_message_chunk","n":{n},"content":{{"type":"text","text":"update {n} of {child}"}}}}"#
-                )
-                .into(),
-            });
-        }
-        store.flush().context("flush failed")?;
-        writeln!(stdout, "committed {n}")?;
-        stdout.flush()?;
-    }
-    Ok(())
 }
 
 /// The error and its causes on one line, without repeating a cause a message already quotes.

@@ -83,6 +83,11 @@ pub struct PruneReport {
     /// memory).
     pub file_bytes_before: Option<u64>,
     pub file_bytes_after: Option<u64>,
+    /// The size limit, when one was given.
+    pub max_bytes: Option<u64>,
+    /// Children kept although the store is still over `max_bytes`: each was written to within
+    /// the last hour, so it may still be running and is never removed for size.
+    pub kept_recent: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -591,6 +596,21 @@ pub fn render_prune(location: &StoreLocation, r: &PruneReport) -> String {
             "on disk: {} -> {}\n",
             human_bytes(a),
             human_bytes(b)
+        ));
+    }
+    if let Some(limit) = r.max_bytes.filter(|&l| r.used_bytes_after > l) {
+        let why = if r.kept_recent > 0 {
+            format!(
+                "{} child(ren) written to within the last hour are never removed for size (one \
+                 may still be running); prune again later",
+                r.kept_recent
+            )
+        } else {
+            "no child is left to remove: the rest is the database's own structure".to_owned()
+        };
+        out.push_str(&format!(
+            "still over --max-bytes {}: {why}\n",
+            human_bytes(limit)
         ));
     }
     out

@@ -93,6 +93,7 @@ pub(super) fn prune(
     }
 
     if max_bytes != 0 {
+        report.max_bytes = Some(max_bytes);
         let idle_cutoff = now.saturating_sub(SIZE_PRUNE_MIN_IDLE_SECS);
         loop {
             let used = used_bytes(conn)?;
@@ -105,6 +106,13 @@ pub(super) fn prune(
                 params![idle_cutoff, CHUNK as i64],
             )?;
             if candidates.is_empty() {
+                report.kept_recent = conn
+                    .query_row(
+                        "SELECT count(*) FROM children WHERE updated_at >= ?1",
+                        [idle_cutoff],
+                        |r| r.get::<_, i64>(0),
+                    )?
+                    .max(0) as u64;
                 break;
             }
             // Take the oldest children until their size covers the excess (at least one).

@@ -5,6 +5,7 @@ use std::process::{Command, Output};
 
 use crate::support::proxy::BIN;
 use crate::support::store::backdate;
+use crate::support::store_writer::{committed_counts, Writer};
 
 fn run(args: &[&str]) -> Output {
     Command::new(BIN)
@@ -25,19 +26,19 @@ fn ok_stdout(args: &[&str]) -> String {
     String::from_utf8(out.stdout).expect("utf-8 stdout")
 }
 
-fn write_child(path: &Path, child: &str, count: u32) {
-    let p = path.to_str().expect("utf-8 path");
-    let out = ok_stdout(&[
-        "store",
-        "bench-writer",
-        "--path",
-        p,
-        "--child",
+fn write_child(path: &Path, child: &str, count: u64) {
+    let mut writer = Writer {
+        path,
         child,
-        "--count",
-        &count.to_string(),
-    ]);
-    assert!(out.ends_with(&format!("committed {count}\n")), "{out}");
+        count,
+        batch: 7,
+        duration: None,
+    }
+    .spawn();
+    let counts = committed_counts(&mut writer);
+    let status = writer.wait().expect("wait for the writer");
+    assert!(status.success(), "store writer: {status}");
+    assert_eq!(counts.last(), Some(&count), "{counts:?}");
 }
 
 #[test]
@@ -93,11 +94,35 @@ fn stats_and_prune() {
     // A child updated within the last hour may still be running: never removed for size.
     let out = ok_stdout(&by_size);
     assert!(out.contains("removed: 0 child(ren)"), "{out}");
+    assert!(
+        out.contains(
+            "still over --max-bytes 1.0 KiB (1024 bytes): 1 child(ren) written to within the last \
+             hour are never removed for size"
+        ),
+        "a prune that removes nothing says why: {out}"
+    );
     backdate(&path, "new", 2 * 3600);
     let out = ok_stdout(&by_size);
     assert!(out.contains("(0 by age, 1 by size), 30 update(s)"), "{out}");
+    assert!(!out.contains("within the last hour"), "{out}");
     let out = ok_stdout(&["store", "stats", "--store", p]);
     assert!(out.contains("children: 0\nupdates: 0\n"), "{out}");
+}
+
+#[test]
+fn an_in_memory_store_has_nothing_to_show_or_prune() {
+    for args in [
+        &["store", "stats", "--store", "memory"][..],
+        &["store", "prune", "--store", "memory", "--max-bytes", "1KiB"],
+    ] {
+        let out = ok_stdout(args);
+        assert_eq!(
+            out,
+            "store: memory (nothing is stored: an in-memory store lives and ends with the proxy \
+             that uses it)\n",
+            "{args:?}"
+        );
+    }
 }
 
 #[test]
@@ -127,6 +152,23 @@ fn bad_arguments_and_bad_stores_fail_clearly() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("store.sqlite3");
     let p = path.to_str().expect("utf-8 path");
+
+    // The store tests' writer is theirs alone: the shipped binary has no such command.
+    let out = run(&[
+        "store",
+        "bench-writer",
+        "--path",
+        p,
+        "--child",
+        "c",
+        "--count",
+        "1",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        !path.exists(),
+        "a test helper in the shipped binary wrote {p}"
+    );
 
     // --dump belongs to the proxy run, not to a subcommand.
     let out = run(&["--dump", p, "store", "stats"]);

@@ -1,49 +1,42 @@
 //! The store across real processes: concurrent writers on one file, and writers killed with
-//! SIGKILL at random moments. Both use the hidden `acp-proxy store bench-writer`, which
-//! appends `{"n":1,...}`, `{"n":2,...}`, ... to one child and prints `committed N` after each
+//! SIGKILL at random moments. Both use the test writer process ([`Writer`]), which appends
+//! `{"n":1,...}`, `{"n":2,...}`, ... to one child and prints `committed N` after each
 //! committed batch.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use acp_proxy::store::Store;
 
-use crate::support::proxy::BIN;
 use crate::support::rng::Rng;
 use crate::support::store::open_store;
+use crate::support::store_writer::{committed_counts, Writer};
 
 fn spawn_writer(path: &Path, child: &str, batch: u64, duration_ms: Option<u64>) -> Child {
-    let mut cmd = Command::new(BIN);
-    cmd.args(["store", "bench-writer", "--log-level", "warn", "--path"])
-        .arg(path)
-        .args(["--child", child, "--count", "1000000000", "--batch"])
-        .arg(batch.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if let Some(ms) = duration_ms {
-        cmd.args(["--duration-ms", &ms.to_string()]);
+    Writer {
+        path,
+        child,
+        count: 1_000_000_000,
+        batch,
+        duration: duration_ms.map(Duration::from_millis),
     }
-    cmd.spawn().expect("spawn bench-writer")
+    .spawn()
 }
 
 /// Read the writer's stdout to the end; the highest `committed N` it printed.
 fn last_committed(child: &mut Child) -> u64 {
-    let stdout = child.stdout.take().expect("piped stdout");
-    let mut last = 0;
-    for line in BufReader::new(stdout).lines() {
-        let line = line.expect("stdout line");
-        let n: u64 = line
-            .strip_prefix("committed ")
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("unexpected writer output: {line:?}"));
-        assert!(n > last, "committed counts go backwards: {last} then {n}");
-        last = n;
+    let counts = committed_counts(child);
+    for pair in counts.windows(2) {
+        assert!(
+            pair[1] > pair[0],
+            "committed counts go backwards: {} then {}",
+            pair[0],
+            pair[1]
+        );
     }
-    last
+    counts.last().copied().unwrap_or(0)
 }
 
 fn stderr_of(child: &mut Child) -> String {
