@@ -44,6 +44,10 @@ struct Cli {
     #[arg(long, value_name = "PATH", global = true)]
     store: Option<StoreLocation>,
 
+    /// How subagents are shown: auto, zed, acp, transcript, off (overrides `display`).
+    #[arg(long, value_name = "MODE", value_parser = parse_display)]
+    display: Option<acp_proxy::engine::SubagentDisplay>,
+
     /// The agent to run, after `--`: e.g. `-- npx @agentclientprotocol/claude-agent-acp`.
     #[arg(last = true, value_name = "AGENT COMMAND")]
     agent: Vec<String>,
@@ -147,6 +151,9 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
         if cli.dump.is_some() {
             anyhow::bail!("--dump applies only when running the proxy, not with a subcommand");
         }
+        if cli.display.is_some() {
+            anyhow::bail!("--display applies only when running the proxy, not with a subcommand");
+        }
         if !cli.agent.is_empty() {
             anyhow::bail!(
                 "an agent command applies only when running the proxy, not with a subcommand"
@@ -229,12 +236,22 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             }
             // Flushes what is queued (briefly) when the proxy ends.
             let _log = init_tracing(&cfg.log_level)?;
-            warn_if_local_config_ignored(&source);
+            // The built-in demo agent is a demonstration, run where the user happens to be
+            // (the repository's own documented `proxy.toml` included): no warning there.
+            if !cli.agent.is_empty() {
+                warn_if_local_config_ignored(&source);
+            }
             if let Some(path) = cli.dump {
                 cfg.dump.path = Some(path);
             }
+            if let Some(display) = cli.display {
+                cfg.display = display;
+            }
             if let Some(location) = cli.store {
                 cfg.store.location = Some(location);
+            }
+            if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+                eprintln!("{TERMINAL_NOTE}");
             }
             // Which one runs is decided by the first frame: a chain link runs none.
             let demo_agent = cli.agent.is_empty();
@@ -248,6 +265,19 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
         }
     }
 }
+
+/// `--display`: the values `display` takes in `proxy.toml`.
+fn parse_display(value: &str) -> Result<acp_proxy::engine::SubagentDisplay, String> {
+    serde_json::from_value(serde_json::Value::String(value.to_owned()))
+        .map_err(|_| "expected auto, zed, acp, transcript or off".to_owned())
+}
+
+/// Said on stderr when the proxy is started by hand in a terminal, where it would otherwise
+/// wait silently for a client that never comes.
+const TERMINAL_NOTE: &str = "acp-proxy speaks ACP (JSON-RPC, one message per line) on stdin and \
+stdout: an editor such as Zed starts it. To see what it does, run `acp-proxy demo`; to add it \
+to Zed, `acp-proxy setup zed --agent claude --write`; to check an agent, `acp-proxy doctor \
+--agent claude`. Waiting for a client on stdin (Ctrl-C quits).";
 
 /// A `proxy.toml` in the working directory is never read (it may come with a cloned
 /// repository): say so, in case the user expected it to apply.

@@ -28,12 +28,22 @@ struct Session {
 impl Session {
     fn start(extra_args: &[String]) -> Result<Session> {
         let me = std::env::current_exe().context("cannot locate the acp-proxy binary")?;
-        let mut proxy = Command::new(&me)
-            .args(["--store", "memory", "--log-level", "warn"])
+        let given = |flag: &str| {
+            extra_args
+                .iter()
+                .any(|a| a == flag || a.starts_with(&format!("{flag}=")))
+        };
+        let mut proxy = Command::new(&me);
+        // A store of the user's own, if they name one; else nothing is kept.
+        if !given("--store") {
+            proxy.args(["--store", "memory"]);
+        }
+        if !given("--log-level") {
+            proxy.args(["--log-level", "warn"]);
+        }
+        // No agent command: the proxy runs its built-in demo agent.
+        let mut proxy = proxy
             .args(extra_args)
-            .arg("--")
-            .arg(&me)
-            .arg("demo-agent")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -70,10 +80,10 @@ impl Session {
         writeln!(stdin, "{msg}").context("write to the proxy")?;
         stdin.flush()?;
         loop {
-            let line = self
-                .lines
-                .recv_timeout(STEP_TIMEOUT)
-                .with_context(|| format!("no answer to `{method}` from the proxy"))?;
+            let line = match self.lines.recv_timeout(STEP_TIMEOUT) {
+                Ok(line) => line,
+                Err(_) => return Err(self.no_answer(method)),
+            };
             let v: Value = serde_json::from_str(&line)
                 .with_context(|| format!("proxy sent invalid JSON: {line}"))?;
             self.watch_titles(&v);
@@ -83,6 +93,34 @@ impl Session {
                     bail!("`{method}` failed: {err}");
                 }
                 return Ok(v["result"].clone());
+            }
+        }
+    }
+
+    /// Why `method` got no answer: the proxy ended (most often on a flag it does not take,
+    /// which it has said on stderr), or it is stuck.
+    fn no_answer(&mut self, method: &str) -> anyhow::Error {
+        drop(self.stdin.take());
+        let ended = (0..50).find_map(|_| match self.proxy.try_wait() {
+            Ok(Some(status)) => Some(status),
+            _ => {
+                std::thread::sleep(Duration::from_millis(20));
+                None
+            }
+        });
+        match ended {
+            Some(status) => anyhow::anyhow!(
+                "the proxy ended ({status}) before answering `{method}`; its message is above. \
+                 The demo passes the flags after `--` to the proxy, which takes --config, \
+                 --display, --dump, --store and --log-level (see `acp-proxy --help`)"
+            ),
+            None => {
+                let _ = self.proxy.kill();
+                let _ = self.proxy.wait();
+                anyhow::anyhow!(
+                    "no answer to `{method}` from the proxy within {} s",
+                    STEP_TIMEOUT.as_secs()
+                )
             }
         }
     }

@@ -128,9 +128,21 @@ where
     let mut client_in = FramedRead::new(client_in, LineCodec::new(max_frame_bytes));
     let (to_client, client_writer) = Outbox::spawn(client_out, HIGH_WATER);
 
+    // Listening from the start: SIGINT or SIGTERM while waiting for the first frame ends the
+    // proxy with 130/143 like any other moment (no agent has been started yet).
+    let mut signals = Signals {
+        interrupt: signal(SignalKind::interrupt())?,
+        terminate: signal(SignalKind::terminate())?,
+    };
+    tracing::debug!("waiting for the client's first frame");
     // The first frame decides the mode: a conductor's `proxy/initialize` makes this process a
     // chain link (the conductor runs the agent); anything else, a standalone proxy.
-    let first = match client_in.next().await {
+    let first = tokio::select! {
+        first = client_in.next() => first,
+        _ = signals.interrupt.recv() => return Ok(128 + libc::SIGINT),
+        _ = signals.terminate.recv() => return Ok(128 + libc::SIGTERM),
+    };
+    let first = match first {
         Some(Ok(frame)) => frame,
         Some(Err(e)) => {
             tracing::warn!("reading from the client failed before it sent anything: {e}");
@@ -191,10 +203,6 @@ where
             Some(a.process),
         ),
         None => (None, None, None, None),
-    };
-    let signals = Signals {
-        interrupt: signal(SignalKind::interrupt())?,
-        terminate: signal(SignalKind::terminate())?,
     };
     let mut relay = Relay {
         shell,

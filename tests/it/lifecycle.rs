@@ -443,3 +443,84 @@ fn an_orderly_exit_leaves_no_guardian_and_signals_nothing_more() {
         "the guardian is gone when the proxy has exited"
     );
 }
+
+/// The proxy started by hand, stdin from `stdin`, with debug logs: its stderr up to the point
+/// where it waits for the first frame, then SIGINT; the exit code and that stderr.
+fn interrupted_while_waiting(stdin: std::process::Stdio) -> (Option<i32>, String) {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let s = Scratch::new();
+    let mut proxy = Command::new(crate::support::proxy::BIN)
+        .args(["--store", "memory", "--log-level", "debug"])
+        .current_dir(s.dir.path())
+        .stdin(stdin)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the proxy");
+    let stderr = proxy.stderr.take().expect("piped stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = String::new();
+    while !seen.contains("waiting for the client's first frame") {
+        match rx.recv_timeout(Duration::from_secs(20)) {
+            Ok(line) => {
+                seen.push_str(&line);
+                seen.push('\n');
+            }
+            Err(_) => {
+                let _ = proxy.kill();
+                panic!("the proxy never said it waits for a frame:\n{seen}");
+            }
+        }
+    }
+    // `wait` would close a piped stdin first: the client keeps its side open throughout.
+    let _client = proxy.stdin.take();
+    // SAFETY: kill(2) on the pid of a child we have not reaped yet.
+    unsafe { libc::kill(proxy.id() as i32, libc::SIGINT) };
+    let status = proxy.wait().expect("wait for the proxy");
+    (status.code(), seen)
+}
+
+#[test]
+fn sigint_before_the_first_frame_exits_130() {
+    let (code, stderr) = interrupted_while_waiting(std::process::Stdio::piped());
+    assert_eq!(code, Some(130), "stderr:\n{stderr}");
+    // Started by an editor (stdin is a pipe), it says nothing of how to try it.
+    assert!(!stderr.contains("speaks ACP"), "{stderr}");
+}
+
+#[test]
+fn started_in_a_terminal_it_says_what_it_is_waiting_for() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let (mut leader, mut follower) = (-1, -1);
+    // SAFETY: openpty fills two descriptors it opened; no name, settings or size passed.
+    let rc = unsafe {
+        libc::openpty(
+            &mut leader,
+            &mut follower,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened by openpty and are owned here alone.
+    let (leader, follower) =
+        unsafe { (OwnedFd::from_raw_fd(leader), OwnedFd::from_raw_fd(follower)) };
+    let (code, stderr) = interrupted_while_waiting(follower.into());
+    drop(leader);
+    assert!(
+        stderr.contains("acp-proxy speaks ACP (JSON-RPC, one message per line) on stdin"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("acp-proxy demo"), "{stderr}");
+    assert_eq!(code, Some(130), "stderr:\n{stderr}");
+}
