@@ -83,7 +83,7 @@ pub fn ser_duration<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error
     let secs = d.as_secs();
     let unit = [(86_400, "d"), (3600, "h"), (60, "m")]
         .into_iter()
-        .find(|(scale, _)| secs > 0 && secs % scale == 0);
+        .find(|(scale, _)| secs > 0 && secs.is_multiple_of(*scale));
     match unit {
         Some((scale, name)) => s.collect_str(&format_args!("{}{name}", secs / scale)),
         None => s.collect_str(&format_args!("{secs}s")),
@@ -93,7 +93,7 @@ pub fn ser_duration<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error
 pub fn ser_bytes<S: Serializer>(n: &u64, s: S) -> Result<S::Ok, S::Error> {
     let unit = [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")]
         .into_iter()
-        .find(|(scale, _)| *n > 0 && n % scale == 0);
+        .find(|(scale, _)| *n > 0 && n.is_multiple_of(*scale));
     match unit {
         Some((scale, name)) => s.collect_str(&format_args!("{}{name}", n / scale)),
         None => s.collect_str(&format_args!("{n}B")),

@@ -159,7 +159,7 @@ fn ping_frame(rng: &mut Rng, i: u64, buf: &mut Vec<u8>) {
     while buf.len() - start < len {
         let w = (rng.next() % 26) as u8;
         buf.push(b'a' + w);
-        if rng.next() % 7 == 0 {
+        if rng.next().is_multiple_of(7) {
             buf.extend_from_slice(b"\\n");
         }
     }

@@ -211,7 +211,7 @@ impl Session {
         let answer = self.agent.recv();
         assert_eq!(answer["id"], json!(format!("perm-{n}")), "{answer}");
 
-        if n % 10 == 0 && !self.children.is_empty() {
+        if n.is_multiple_of(10) && !self.children.is_empty() {
             let child = self.children[(n / 10) as usize % self.children.len()].clone();
             let id = self.request(
                 "session/load",

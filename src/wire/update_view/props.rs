@@ -80,7 +80,7 @@ impl Writer {
 
     /// `c` as `\uXXXX` (a surrogate pair beyond the BMP), hex in either case.
     fn unicode_escape(&mut self, c: char) {
-        let upper = self.next() % 2 == 0;
+        let upper = self.next().is_multiple_of(2);
         let mut units = [0; 2];
         for unit in c.encode_utf16(&mut units) {
             if upper {
