@@ -20,7 +20,7 @@ mod cli;
 ///
 /// Wrap an agent in Zed's settings:
 ///   "agent_servers": { "Claude (subagents)": { "type": "custom",
-///     "command": "/path/to/acp-proxy", "args": ["--", "npx", "@agentclientprotocol/claude-agent-acp"] } }
+///     "command": "/path/to/acp-proxy", "args": ["--", "npx", "--yes", "@agentclientprotocol/claude-agent-acp"] } }
 /// or let acp-proxy add it: `acp-proxy setup zed --agent claude --write`.
 ///
 /// Without an agent command, the built-in demo agent is used.

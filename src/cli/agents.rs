@@ -20,6 +20,10 @@ pub(crate) struct KnownAgent {
     pub agent_info: Vec<String>,
     pub standard: bool,
     #[serde(default)]
+    pub standard_since: Option<String>,
+    #[serde(default)]
+    pub node: Option<u64>,
+    #[serde(default)]
     pub note: Option<String>,
 }
 
@@ -64,9 +68,18 @@ pub(crate) fn by_name(name: &str) -> Option<&'static KnownAgent> {
     all().iter().find(|a| a.answers_to(name))
 }
 
-/// The known agent whose usual command this is.
+/// The known agent whose usual command this is (with or without npx's `--yes`).
 pub(crate) fn by_command(command: &[String]) -> Option<&'static KnownAgent> {
-    all().iter().find(|a| a.command == command)
+    let plain = |c: &[String]| -> Vec<String> {
+        let npx = c.first().is_some_and(|p| p == "npx");
+        c.iter()
+            .enumerate()
+            .filter(|(i, w)| !(npx && *i > 0 && (*w == "--yes" || *w == "-y")))
+            .map(|(_, w)| w.clone())
+            .collect()
+    };
+    let wanted = plain(command);
+    all().iter().find(|a| plain(&a.command) == wanted)
 }
 
 /// The known agent that answers `initialize` with this `agentInfo.name`.
@@ -184,6 +197,37 @@ mod tests {
         }
     }
 
+    /// `agent_info` says which `agentInfo.name`s are this agent; the presets (`presets/*.toml`)
+    /// say which they recognise. Every name here must be one the agent's preset (same id) names,
+    /// so the two lists cannot drift apart.
+    #[test]
+    fn agent_info_names_are_the_presets_names() {
+        let presets = acp_proxy::subagents::presets::PresetSet::builtin();
+        for a in all() {
+            let preset = presets
+                .get(&a.id)
+                .unwrap_or_else(|| panic!("no shipped preset named `{}`", a.id));
+            for name in &a.agent_info {
+                assert!(
+                    preset
+                        .agents
+                        .iter()
+                        .any(|m| m.name.eq_ignore_ascii_case(name)),
+                    "agents.toml: `{name}` ({}) is not among preset `{}`'s agents",
+                    a.id,
+                    a.id
+                );
+            }
+            if let Some(v) = &a.standard_since {
+                assert!(
+                    semver::Version::parse(v).is_ok(),
+                    "{}: standard_since {v}",
+                    a.id
+                );
+            }
+        }
+    }
+
     #[test]
     fn lookups() {
         assert_eq!(by_name("Claude").map(|a| a.id.as_str()), Some("claude"));
@@ -193,6 +237,22 @@ mod tests {
             by_command(&words("opencode acp")).map(|a| a.id.as_str()),
             Some("opencode")
         );
+        // npx's `--yes` or not, it is the same agent.
+        for command in [
+            "npx @agentclientprotocol/claude-agent-acp",
+            "npx --yes @agentclientprotocol/claude-agent-acp",
+            "npx -y @agentclientprotocol/claude-agent-acp",
+        ] {
+            assert_eq!(
+                by_command(&words(command)).map(|a| a.id.as_str()),
+                Some("claude"),
+                "{command}"
+            );
+        }
+        // The entries `setup zed` writes do not depend on the user's npm `yes` setting.
+        for a in all().iter().filter(|a| a.command[0] == "npx") {
+            assert_eq!(a.command[1], "--yes", "{}", a.id);
+        }
         assert_eq!(
             by_agent_info("@zed-industries/claude-agent-acp").map(|a| a.id.as_str()),
             Some("claude")

@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::Context;
 use serde_json::Value;
 
-use acp_proxy::config::Config;
+use acp_proxy::config::{self, Config, ConfigSource};
 use acp_proxy::engine::Mode;
 use acp_proxy::engine::SubagentDisplay as Display;
 use acp_proxy::store::StoreLocation;
@@ -88,27 +88,40 @@ pub(crate) struct Overrides<'a> {
 }
 
 pub(crate) fn run(args: DoctorArgs, overrides: Overrides<'_>) -> anyhow::Result<i32> {
+    let demo = args.agent.is_none() && args.command.is_empty();
     let (known, command) = match &args.agent {
         Some(name) => {
             let a = agents::by_name(name)
                 .with_context(|| format!("unknown agent `{name}` (known: {})", agents::ids()))?;
             (Some(a), a.command.clone())
         }
-        None if args.command.is_empty() => anyhow::bail!(
-            "give the agent to check after `--` (e.g. `acp-proxy doctor -- npx \
-             @agentclientprotocol/claude-agent-acp`), or `--agent NAME` ({})",
-            agents::ids()
-        ),
+        // As the proxy does without an agent command: the built-in demo agent.
+        None if demo => {
+            let me = std::env::current_exe().context("cannot locate the acp-proxy binary")?;
+            (
+                None,
+                vec![me.to_string_lossy().into_owned(), "demo-agent".to_owned()],
+            )
+        }
         None => (agents::by_command(&args.command), args.command.clone()),
     };
-    say!("acp-proxy doctor: {}", shell_line(&command));
+    if demo {
+        say!(
+            "acp-proxy doctor: no agent given, so the built-in demo agent (what `acp-proxy` runs \
+             without one); `--agent NAME` ({}) or `-- <agent command>` checks yours",
+            agents::ids()
+        );
+    } else {
+        say!("acp-proxy doctor: {}", shell_line(&command));
+    }
     let setup_args = match &args.agent {
-        Some(_) => format!("--agent {}", known.map_or("", |a| a.id.as_str())),
-        None => format!("-- {}", shell_line(&command)),
+        _ if demo => None,
+        Some(_) => Some(format!("--agent {}", known.map_or("", |a| a.id.as_str()))),
+        None => Some(format!("-- {}", shell_line(&command))),
     };
     let mut report = Report::default();
     let Some(cfg) = check_config(&mut report, overrides) else {
-        return Ok(finish(&report, &setup_args));
+        return Ok(finish(&report, setup_args.as_deref()));
     };
     if let Some(program) = check_program(&mut report, known, &command) {
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -117,14 +130,14 @@ pub(crate) fn run(args: DoctorArgs, overrides: Overrides<'_>) -> anyhow::Result<
             .context("cannot start the async runtime")?;
         let outcome = runtime.block_on(probe::initialize(&cfg, &command, args.timeout));
         runtime.shutdown_background();
-        report_agent(&mut report, &cfg, known, &program, outcome);
+        report_agent(&mut report, &cfg, known, &command, &program, outcome);
     }
     places::report_store_and_dump(&mut report, &cfg);
-    Ok(finish(&report, &setup_args))
+    Ok(finish(&report, setup_args.as_deref()))
 }
 
 /// `setup zed` arguments for the same agent: `--agent NAME` when it was named, else its command.
-fn finish(report: &Report, setup_args: &str) -> i32 {
+fn finish(report: &Report, setup_args: Option<&str>) -> i32 {
     say!("");
     if report.problems > 0 {
         say!(
@@ -144,7 +157,15 @@ fn finish(report: &Report, setup_args: &str) -> i32 {
         1 => " (with 1 warning above)".to_owned(),
         n => format!(" (with {n} warnings above)"),
     };
-    say!("Ready for Zed{warned}. Add it with: acp-proxy setup zed --write {setup_args}");
+    match setup_args {
+        Some(args) => {
+            say!("Ready for Zed{warned}. Add it with: acp-proxy setup zed --write {args}")
+        }
+        None => say!(
+            "The proxy works{warned}. Check your agent with: acp-proxy doctor --agent NAME (or \
+             -- <agent command>)"
+        ),
+    }
     0
 }
 
@@ -158,6 +179,12 @@ fn check_config(report: &mut Report, overrides: Overrides<'_>) -> Option<Config>
             match shown {
                 Some(p) => report.line(Level::Ok, "config", p),
                 None => report.line(Level::Ok, "config", "none, built-in defaults"),
+            }
+            // As the proxy says when it starts here.
+            if let Some(note) =
+                config::ignored_local_config(&ConfigSource::locate(overrides.config))
+            {
+                report.line(Level::Info, "./proxy.toml", note);
             }
             if let Some(location) = overrides.store {
                 cfg.store.location = Some(location);
@@ -208,6 +235,7 @@ fn report_agent(
     report: &mut Report,
     cfg: &Config,
     known: Option<&KnownAgent>,
+    command: &[String],
     program: &Path,
     outcome: Outcome,
 ) {
@@ -356,6 +384,7 @@ fn report_agent(
         name: n.clone(),
         version: text(info, "version"),
     });
+    report_node(report, family, command);
     report_subagents(report, cfg, agent.as_ref(), family, advertises);
     report_flavour(report, cfg, mode);
 }
@@ -367,17 +396,43 @@ fn report_subagents(
     family: Option<&KnownAgent>,
     advertises: bool,
 ) {
-    let standard = advertises || family.is_some_and(|f| f.standard);
-    if standard {
+    // What this agent says it offers, not what its family offers in general.
+    let expected = family.filter(|f| f.standard);
+    if advertises {
         report.line(
             Level::Ok,
             "subagents",
-            if advertises {
-                "standard ACP subagents (it advertises them)"
-            } else {
-                "standard ACP subagents"
-            },
+            "standard ACP subagents: it advertises `sessionCapabilities.subagents`",
         );
+    } else if let Some(f) = expected {
+        let mut text = "no standard ACP subagents: it does not advertise \
+                        `sessionCapabilities.subagents` (only what a preset recognises is shown)"
+            .to_owned();
+        let since = f.standard_since.as_deref();
+        let version = agent.and_then(|a| a.version.as_deref());
+        if let (Some(since), Some(version)) = (since, version) {
+            if older_than(version, since) {
+                text.push_str(&format!(
+                    "\n{version} is older than {since}, the first {} adapter that speaks them",
+                    f.name
+                ));
+            }
+        }
+        report.line(Level::Warn, "subagents", text);
+        let node = f
+            .node
+            .map(|n| format!(" (it needs Node.js {n} or newer)"))
+            .unwrap_or_default();
+        match since {
+            Some(since) => report.fix(format!(
+                "use version {since} or newer of the {} adapter{node}",
+                f.name
+            )),
+            None => report.fix(format!(
+                "use a current version of the {} adapter{node}",
+                f.name
+            )),
+        }
     }
     // The same choice the proxy makes when the agent answers `initialize`.
     let selection = cfg.subagents.choice().choose(agent);
@@ -388,13 +443,13 @@ fn report_subagents(
                 .any(|n| n.name.eq_ignore_ascii_case(&a.name))
         })
     });
-    let level = if named || standard || cfg.subagents.presets.is_some() {
+    let level = if named || advertises || cfg.subagents.presets.is_some() {
         Level::Ok
     } else {
         Level::Info
     };
     report.line(level, "presets", selection.reason);
-    if standard && !cfg.zed.opt_in {
+    if (advertises || expected.is_some()) && !cfg.zed.opt_in {
         report.line(
             Level::Warn,
             "subagents",
@@ -404,6 +459,79 @@ fn report_subagents(
     }
     if let Some(note) = family.and_then(|f| f.note.as_deref()) {
         report.detail(note);
+    }
+}
+
+/// `version < since`, read leniently (`v0.49`, `0.49.0-beta`); unreadable versions are not
+/// called old.
+fn older_than(version: &str, since: &str) -> bool {
+    let read = |v: &str| {
+        let v = v.trim().trim_start_matches('v');
+        semver::Version::parse(v).ok().or_else(|| {
+            let mut parts = v.split(['.', '-', '+']).map(|p| p.parse::<u64>().ok());
+            let major = parts.next()??;
+            let minor = parts.next().flatten().unwrap_or(0);
+            let patch = parts.next().flatten().unwrap_or(0);
+            Some(semver::Version::new(major, minor, patch))
+        })
+    };
+    matches!((read(version), read(since)), (Some(v), Some(s)) if v < s)
+}
+
+/// When npx runs the agent: the Node.js version, against what the agent's current release
+/// needs (on an older Node, npx quietly runs an older release that still installs there).
+fn report_node(report: &mut Report, family: Option<&KnownAgent>, command: &[String]) {
+    let npx = command
+        .first()
+        .is_some_and(|p| Path::new(p).file_name().is_some_and(|n| n == "npx"));
+    let Some((f, needed)) = family.and_then(|f| Some((f, f.node?))).filter(|_| npx) else {
+        return;
+    };
+    let Some(node) = agents::find_program("node") else {
+        report.line(
+            Level::Warn,
+            "Node.js",
+            "`node` is not on PATH (npx needs it)",
+        );
+        report.fix(format!("install Node.js {needed} or newer"));
+        return;
+    };
+    let version = std::process::Command::new(&node)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    let major = version.as_deref().and_then(|v| {
+        v.trim_start_matches('v')
+            .split('.')
+            .next()?
+            .parse::<u64>()
+            .ok()
+    });
+    match (version, major) {
+        (Some(v), Some(m)) if m >= needed => report.line(Level::Ok, "Node.js", v),
+        (Some(v), Some(_)) => {
+            report.line(
+                Level::Warn,
+                "Node.js",
+                format!(
+                    "{v}: the current {} adapter needs Node.js {needed} or newer, so npx runs an \
+                     older release of it (the version above)",
+                    f.name
+                ),
+            );
+            report.fix(format!(
+                "install Node.js {needed} or newer, then run this check again"
+            ));
+        }
+        _ => report.line(
+            Level::Warn,
+            "Node.js",
+            format!("cannot tell the version of {}", node.display()),
+        ),
     }
 }
 

@@ -98,11 +98,27 @@ pub(crate) fn run(target: SetupTarget, config: Option<&Path>) -> anyhow::Result<
     } else {
         let (_, text) = zed_settings::merge("", &name, &entry)?;
         super::emit(text.unwrap_or_default().as_bytes())?;
-        eprintln!(
-            "acp-proxy: add this to {}, or run the same command with --write to merge it \
-             there (the file is backed up first)",
-            settings.display()
-        );
+        // --write would refuse a file it cannot merge into: only offer it when it would work.
+        let existing = std::fs::read(&settings).ok();
+        let refused = existing
+            .as_deref()
+            .and_then(|bytes| match std::str::from_utf8(bytes) {
+                Err(_) => Some("it is not UTF-8 text".to_owned()),
+                Ok(text) => zed_settings::merge(text, &name, &entry)
+                    .err()
+                    .map(|e| e.to_string()),
+            });
+        match refused {
+            Some(why) => eprintln!(
+                "acp-proxy: add this to {} by hand: --write would leave that file alone, as {why}",
+                settings.display()
+            ),
+            None => eprintln!(
+                "acp-proxy: add this to {}, or run the same command with --write to merge it \
+                 there (the file is backed up first)",
+                settings.display()
+            ),
+        }
     }
     Ok(0)
 }
@@ -222,9 +238,9 @@ fn write_entry(settings: &Path, name: &str, entry: &Value) -> anyhow::Result<()>
         }
     };
     replace(&target, &text, original.as_deref())?;
-    let what = match merge {
-        Merge::Added => format!("Added \"{name}\" to"),
-        Merge::Updated { keys } => format!("Updated {} of \"{name}\" in", keys.join(", ")),
+    let (what, changes) = match merge {
+        Merge::Added => (format!("Added \"{name}\" to"), Vec::new()),
+        Merge::Updated { changes } => (format!("Updated \"{name}\" in"), changes),
         Merge::Unchanged { .. } => unreachable!("handled above"),
     };
     match backup {
@@ -234,6 +250,13 @@ fn write_entry(settings: &Path, name: &str, entry: &Value) -> anyhow::Result<()>
             b.display()
         ),
         None => say!("{what} {} (a new file).", target.display()),
+    }
+    // Exactly what changed; the user's other keys, and their own proxy flags in `args`, stay.
+    for c in changes {
+        match c.before {
+            Some(before) => say!("  {}: {before} -> {}", c.key, c.after),
+            None => say!("  {}: (none) -> {}", c.key, c.after),
+        }
     }
     Ok(())
 }

@@ -51,7 +51,15 @@ pub(crate) enum Merge {
     /// A new entry.
     Added,
     /// An entry of this name existed; these of its keys were set, the others kept.
-    Updated { keys: Vec<String> },
+    Updated { changes: Vec<Change> },
+}
+
+/// One key of an existing entry that a merge set: what it held and what it holds now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Change {
+    pub key: String,
+    pub before: Option<Value>,
+    pub after: Value,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -121,22 +129,31 @@ pub(crate) fn merge(
     let existing = existing
         .object_value()
         .ok_or_else(|| MergeError::EntryNotObject(name.to_owned()))?;
-    let mut keys = Vec::new();
+    let mut changes = Vec::new();
     for key in OWNED_KEYS {
         let Some(want) = entry.get(key) else { continue };
+        let before = existing
+            .get(key)
+            .and_then(|p| p.value())
+            .and_then(|v| v.to_serde_value());
+        let want = match (key, &before) {
+            ("args", Some(old)) => keep_user_flags(old, want),
+            _ => want.clone(),
+        };
         match existing.get(key) {
-            Some(prop) if prop.value().and_then(|v| v.to_serde_value()).as_ref() == Some(want) => {}
-            Some(prop) => {
-                prop.set_value(to_cst(want));
-                keys.push(key.to_owned());
-            }
+            Some(_) if before.as_ref() == Some(&want) => continue,
+            Some(prop) => prop.set_value(to_cst(&want)),
             None => {
-                existing.append(key, to_cst(want));
-                keys.push(key.to_owned());
+                existing.append(key, to_cst(&want));
             }
         }
+        changes.push(Change {
+            key: key.to_owned(),
+            before,
+            after: want,
+        });
     }
-    if keys.is_empty() {
+    if changes.is_empty() {
         return Ok((
             Merge::Unchanged {
                 name: name.to_owned(),
@@ -152,7 +169,47 @@ pub(crate) fn merge(
             }
         }
     }
-    Ok((Merge::Updated { keys }, Some(finish(&root, text))))
+    Ok((Merge::Updated { changes }, Some(finish(&root, text))))
+}
+
+/// The new `args` for an entry that had `old`: the proxy flags the user added before `--`
+/// (`--dump PATH`, `--log-level debug`, ...) stay, in front, unless `new` sets the same flag;
+/// the agent's command after `--` is `new`'s. Anything that is not a list of strings is
+/// replaced.
+fn keep_user_flags(old: &Value, new: &Value) -> Value {
+    let words = |v: &Value| -> Option<Vec<String>> {
+        v.as_array()?
+            .iter()
+            .map(|w| w.as_str().map(str::to_owned))
+            .collect()
+    };
+    let (Some(old), Some(new)) = (words(old), words(new)) else {
+        return new.clone();
+    };
+    let flags = |args: &[String]| -> Vec<Vec<String>> {
+        let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
+        let mut groups: Vec<Vec<String>> = Vec::new();
+        for word in &args[..end] {
+            match groups.last_mut() {
+                // Every proxy flag takes one value: `--flag VALUE` or `--flag=VALUE`.
+                Some(g) if g.len() == 1 && !g[0].contains('=') && !word.starts_with('-') => {
+                    g.push(word.clone())
+                }
+                _ => groups.push(vec![word.clone()]),
+            }
+        }
+        groups
+    };
+    let name =
+        |group: &[String]| -> String { group[0].split('=').next().unwrap_or_default().to_owned() };
+    let set_by_new: Vec<String> = flags(&new).iter().map(|g| name(g)).collect();
+    let mut args: Vec<String> = flags(&old)
+        .into_iter()
+        .filter(|g| !set_by_new.contains(&name(g)))
+        .flatten()
+        .collect();
+    args.extend(new);
+    Value::from(args)
 }
 
 /// The name of another entry with the same type, command and args, if any.
@@ -268,7 +325,18 @@ mod tests {
         assert_eq!(
             merge,
             Merge::Updated {
-                keys: vec!["type".into(), "command".into()]
+                changes: vec![
+                    Change {
+                        key: "type".into(),
+                        before: None,
+                        after: json!("custom")
+                    },
+                    Change {
+                        key: "command".into(),
+                        before: Some(json!("/old/acp-proxy")),
+                        after: json!("/opt/acp-proxy")
+                    },
+                ]
             }
         );
         let text = text.expect("text");
@@ -324,5 +392,44 @@ mod tests {
         }
         let err = merge("{\n  \"a\": 1\n  \"b\": 2\n}\n", NAME, &entry()).unwrap_err();
         assert!(err.to_string().contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn the_users_proxy_flags_stay_and_the_agent_command_is_replaced() {
+        let old = json!([
+            "--dump",
+            "/tmp/d.jsonl",
+            "--log-level=debug",
+            "--config",
+            "/a.toml",
+            "--",
+            "npx",
+            "@agentclientprotocol/claude-agent-acp",
+            "--verbose"
+        ]);
+        let new = json!([
+            "--config",
+            "/b.toml",
+            "--",
+            "npx",
+            "--yes",
+            "@agentclientprotocol/claude-agent-acp"
+        ]);
+        assert_eq!(
+            keep_user_flags(&old, &new),
+            json!([
+                "--dump",
+                "/tmp/d.jsonl",
+                "--log-level=debug",
+                "--config",
+                "/b.toml",
+                "--",
+                "npx",
+                "--yes",
+                "@agentclientprotocol/claude-agent-acp"
+            ])
+        );
+        // Not a list of strings: replaced as a whole.
+        assert_eq!(keep_user_flags(&json!("x"), &new), new);
     }
 }

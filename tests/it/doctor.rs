@@ -95,7 +95,7 @@ fn the_agent_gets_zeds_initialize_as_the_proxy_forwards_it() {
         json!({"send": {"jsonrpc": "2.0", "id": 0, "result": {
             "protocolVersion": 1,
             "agentInfo": {"name": "@agentclientprotocol/claude-agent-acp", "title": "Claude Agent", "version": "0.101.0"},
-            "agentCapabilities": {"promptCapabilities": {}}
+            "agentCapabilities": {"promptCapabilities": {}, "sessionCapabilities": {"subagents": {}}}
         }}}),
     ]);
     let run = doctor(&s, &[], &agent);
@@ -132,7 +132,10 @@ fn the_agent_gets_zeds_initialize_as_the_proxy_forwards_it() {
         .contains("fix: use a version of the agent that supports session/load"));
     let subagents = line(&run, "subagents");
     assert_eq!(tag(subagents), "ok", "{subagents}");
-    assert!(subagents.contains("standard ACP subagents"), "{subagents}");
+    assert!(
+        subagents.contains("standard ACP subagents: it advertises `sessionCapabilities.subagents`"),
+        "{subagents}"
+    );
     let presets = line(&run, "presets");
     assert_eq!(tag(presets), "ok", "{presets}");
     assert!(
@@ -318,6 +321,130 @@ fn the_config_in_effect_is_reported_and_checked() {
     assert!(
         run.stdout.contains("dispaly"),
         "names the key:\n{}",
+        run.stdout
+    );
+}
+
+/// `doctor --agent claude` with `npx` and `node` stand-ins first on PATH: npx runs a scripted
+/// agent that answers as claude-agent-acp `version`, advertising standard subagents or not.
+fn claude_through_npx(s: &Scratch, version: &str, advertises: bool, node: &str) -> Run {
+    let caps = if advertises {
+        json!({"loadSession": true, "sessionCapabilities": {"subagents": {}}})
+    } else {
+        json!({"loadSession": true})
+    };
+    let agent = s.agent(&[
+        json!({"expect": "initialize"}),
+        json!({"reply": {"protocolVersion": 1,
+            "agentInfo": {"name": "@agentclientprotocol/claude-agent-acp", "version": version},
+            "agentCapabilities": caps}}),
+    ]);
+    let bin = s.path("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    let script = |name: &str, body: String| {
+        use std::os::unix::fs::PermissionsExt;
+        let path = bin.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    };
+    let quoted: Vec<String> = agent.iter().map(|w| format!("'{w}'")).collect();
+    // What `setup zed` writes runs `npx --yes <package>`: the stand-in checks it was asked so.
+    script(
+        "npx",
+        format!(
+            "[ \"$1\" = --yes ] || {{ echo 'npx: not --yes' >&2; exit 3; }}\nexec {}",
+            quoted.join(" ")
+        ),
+    );
+    script("node", format!("echo {node}"));
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new(BIN)
+        .current_dir(s.dir.path())
+        .env("PATH", path)
+        .env("XDG_STATE_HOME", s.path("state"))
+        .env("XDG_CONFIG_HOME", s.path("config"))
+        .args(["doctor", "--agent", "claude"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run acp-proxy doctor");
+    Run {
+        code: out.status.code().expect("exit code"),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn an_old_adapter_from_npx_on_an_old_node_is_told_apart() {
+    let s = Scratch::new();
+    let run = claude_through_npx(&s, "0.49.0", false, "v20.11.1");
+    assert_eq!(
+        run.code, 0,
+        "warnings only:\n{}\n{}",
+        run.stdout, run.stderr
+    );
+    let subagents = line(&run, "subagents");
+    assert_eq!(tag(subagents), "warn", "{}", run.stdout);
+    assert!(
+        subagents.contains("it does not advertise `sessionCapabilities.subagents`"),
+        "{subagents}"
+    );
+    assert!(
+        run.stdout
+            .contains("0.49.0 is older than 0.71.0, the first Claude adapter that speaks them"),
+        "{}",
+        run.stdout
+    );
+    let node = line(&run, "Node.js");
+    assert_eq!(tag(node), "warn", "{node}");
+    assert!(
+        node.contains("v20.11.1: the current Claude adapter needs Node.js 22 or newer"),
+        "{node}"
+    );
+    assert!(!run.stdout.contains("ok    subagents"), "{}", run.stdout);
+    assert!(run.stdout.contains("with 2 warnings"), "{}", run.stdout);
+
+    // The current adapter on Node 22: standard subagents, said as such.
+    let run = claude_through_npx(&s, "0.101.0", true, "v22.12.0");
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(tag(line(&run, "Node.js")), "ok", "{}", run.stdout);
+    let subagents = line(&run, "subagents");
+    assert_eq!(tag(subagents), "ok", "{subagents}");
+    assert!(
+        run.stdout.contains("Ready for Zed. Add it with"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn without_an_agent_it_checks_the_demo_and_names_an_ignored_proxy_toml() {
+    let s = Scratch::new();
+    s.write("proxy.toml", "display = \"off\"\n");
+    let run = doctor(&s, &[], &[]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout
+            .contains("no agent given, so the built-in demo agent"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        line(&run, "agent").contains("acp-proxy-demo-agent"),
+        "{}",
+        run.stdout
+    );
+    let ignored = line(&run, "./proxy.toml");
+    assert!(ignored.contains("proxy.toml is ignored"), "{ignored}");
+    assert!(ignored.contains("--config ./proxy.toml"), "{ignored}");
+    // The working directory's file did not apply: Zed still gets cards.
+    assert!(
+        line(&run, "Zed gets").contains("subagent cards"),
+        "{}",
         run.stdout
     );
 }

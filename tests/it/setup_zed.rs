@@ -60,7 +60,7 @@ fn claude_entry() -> Value {
     json!({
         "type": "custom",
         "command": BIN,
-        "args": ["--", "npx", "@agentclientprotocol/claude-agent-acp"],
+        "args": ["--", "npx", "--yes", "@agentclientprotocol/claude-agent-acp"],
         "env": {}
     })
 }
@@ -146,7 +146,7 @@ fn other_agents_stay_and_an_old_entry_is_brought_up_to_date() {
         "Claude (subagents)": {
             "type": "custom",
             "command": "/old/place/acp-proxy",
-            "args": ["--", "npx", "@agentclientprotocol/claude-agent-acp"],
+            "args": ["--dump", "/tmp/claude.jsonl", "--", "npx", "@agentclientprotocol/claude-agent-acp"],
             "env": {"ANTHROPIC_LOG": "debug"},
         },
     },
@@ -160,16 +160,38 @@ fn other_agents_stay_and_an_old_entry_is_brought_up_to_date() {
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
+        run.stdout.contains("Updated \"Claude (subagents)\" in"),
+        "{}",
         run.stdout
-            .contains("Updated command of \"Claude (subagents)\""),
+    );
+    // Exactly what changed, key by key; the user's own `--dump` stays.
+    let args_before =
+        r#"["--dump","/tmp/claude.jsonl","--","npx","@agentclientprotocol/claude-agent-acp"]"#;
+    let args_after = r#"["--dump","/tmp/claude.jsonl","--","npx","--yes","@agentclientprotocol/claude-agent-acp"]"#;
+    assert!(
+        run.stdout.contains(&format!(
+            "  command: \"/old/place/acp-proxy\" -> \"{BIN}\"\n"
+        )),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains(&format!("  args: {args_before} -> {args_after}\n")),
         "{}",
         run.stdout
     );
     let text = std::fs::read_to_string(&settings).unwrap();
+    let value = parse_jsonc(&text);
     assert_eq!(
-        text,
-        original.replace("/old/place/acp-proxy", BIN),
-        "only the command changed"
+        value["agent_servers"]["Claude (subagents)"]["args"],
+        serde_json::from_str::<Value>(args_after).unwrap()
+    );
+    assert_eq!(
+        text.replace(&format!("\"{BIN}\""), "\"/old/place/acp-proxy\"")
+            .replace("\"npx\", \"--yes\",", "\"npx\","),
+        original,
+        "only the command and the agent's words changed"
     );
     let value = parse_jsonc(&text);
     assert_eq!(value["agent_servers"]["My agent"]["args"], json!(["--acp"]));
@@ -229,6 +251,16 @@ fn an_unparsable_file_is_refused_and_left_alone() {
             backups(Path::new(&settings)).is_empty(),
             "backup made for {bad:?}"
         );
+        // Without --write, the entry is printed, and --write is not offered for this file.
+        let run = setup(&s, &["--agent", "claude", "--settings", &settings], &[]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert!(!run.stderr.contains("--write to merge"), "{}", run.stderr);
+        assert!(
+            run.stderr
+                .contains("by hand: --write would leave that file alone, as "),
+            "{}",
+            run.stderr
+        );
     }
     let settings = s.write("settings.json", "{\n  \"a\": 1\n  \"b\": 2\n}\n");
     let run = setup(
@@ -272,7 +304,7 @@ fn the_default_file_is_zeds_and_is_created_when_missing() {
         .expect("plain JSON");
     assert_eq!(
         value["agent_servers"]["Codex (subagents)"]["args"],
-        json!(["--", "npx", "@agentclientprotocol/codex-acp"])
+        json!(["--", "npx", "--yes", "@agentclientprotocol/codex-acp"])
     );
     assert!(run.stdout.contains("a new file"), "{}", run.stdout);
 
@@ -354,7 +386,7 @@ fn list_shows_each_agent_and_how_to_install_what_is_missing() {
     };
     assert!(line("gemini").contains(&format!("installed ({})", gemini.display())));
     assert!(line("opencode").contains("not installed: npm install -g opencode-ai"));
-    assert!(line("claude").contains("npx @agentclientprotocol/claude-agent-acp"));
+    assert!(line("claude").contains("npx --yes @agentclientprotocol/claude-agent-acp"));
 
     // Setting up a missing agent says how to install it, and still gives the entry.
     let run = setup(
@@ -426,6 +458,7 @@ fn names_commands_and_config_in_the_entry() {
             config,
             "--",
             "npx",
+            "--yes",
             "@agentclientprotocol/claude-agent-acp"
         ])
     );
