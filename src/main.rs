@@ -25,11 +25,16 @@ mod cli;
 ///
 /// Without an agent command, the built-in demo agent is used.
 #[derive(Parser, Debug)]
-#[command(name = "acp-proxy", version, verbatim_doc_comment)]
+#[command(
+    name = "acp-proxy",
+    version,
+    verbatim_doc_comment,
+    override_usage = "acp-proxy <COMMAND> [OPTIONS]\n       acp-proxy [OPTIONS] [-- <AGENT COMMAND>...]"
+)]
 struct Cli {
     /// Config file (default: $XDG_CONFIG_HOME/acp-proxy/proxy.toml, else
     /// ~/.config/acp-proxy/proxy.toml, if present; never ./proxy.toml).
-    #[arg(long, value_name = "PATH", global = true)]
+    #[arg(long, value_name = "PATH")]
     config: Option<PathBuf>,
 
     /// Write a JSONL dump of all traffic to PATH (mode 0600, secrets redacted by default).
@@ -37,11 +42,11 @@ struct Cli {
     dump: Option<PathBuf>,
 
     /// Log level for stderr: error, warn, info, debug, trace (overrides the config).
-    #[arg(long, value_name = "LEVEL", global = true)]
+    #[arg(long, value_name = "LEVEL")]
     log_level: Option<String>,
 
     /// Child-transcript store: an SQLite file, or `memory` (overrides `[store] path`).
-    #[arg(long, value_name = "PATH", global = true)]
+    #[arg(long, value_name = "PATH")]
     store: Option<StoreLocation>,
 
     /// How subagents are shown: auto, zed, acp, transcript, off (overrides `display`).
@@ -56,6 +61,31 @@ struct Cli {
     command: Option<Command>,
 }
 
+/// `--config`, on the commands that read the config (and their own subcommands).
+#[derive(clap::Args, Debug)]
+struct ConfigArg {
+    /// Config file (default: $XDG_CONFIG_HOME/acp-proxy/proxy.toml, else
+    /// ~/.config/acp-proxy/proxy.toml, if present; never ./proxy.toml).
+    #[arg(long, value_name = "PATH", global = true)]
+    config: Option<PathBuf>,
+}
+
+/// `--log-level`, on the commands that log.
+#[derive(clap::Args, Debug)]
+struct LogArg {
+    /// Log level for stderr: error, warn, info, debug, trace (overrides the config).
+    #[arg(long, value_name = "LEVEL", global = true)]
+    log_level: Option<String>,
+}
+
+/// `--store`, on the commands that look at the store.
+#[derive(clap::Args, Debug)]
+struct StoreArg {
+    /// Child-transcript store: an SQLite file, or `memory` (overrides `[store] path`).
+    #[arg(long, value_name = "PATH", global = true)]
+    store: Option<StoreLocation>,
+}
+
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Validate the config (PATH, else the one the proxy reads) and print the effective
@@ -63,28 +93,47 @@ enum Command {
     CheckConfig {
         /// Config file to check.
         path: Option<PathBuf>,
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(flatten)]
+        log: LogArg,
+        #[command(flatten)]
+        store: StoreArg,
     },
     /// Add acp-proxy to an editor's settings: `acp-proxy setup zed --agent claude --write`.
     Setup {
+        #[command(flatten)]
+        config: ConfigArg,
         #[command(subcommand)]
         target: cli::setup_zed::SetupTarget,
     },
     /// Start an agent once as Zed would and report what Zed will get from it.
-    Doctor(cli::doctor::DoctorArgs),
+    Doctor {
+        #[command(flatten)]
+        args: cli::doctor::DoctorArgs,
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(flatten)]
+        store: StoreArg,
+    },
     /// Print a shell completion script, e.g. `acp-proxy completions bash`.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
     },
     /// List the subagent presets (shipped, and from the config) and what each matches.
-    Presets,
+    Presets {
+        #[command(flatten)]
+        config: ConfigArg,
+    },
     /// Show what Zed would display for the demo agent's subagents.
     ///
     /// A scripted Zed-like client drives the proxy over the built-in demo agent (two
     /// subagents) and prints the parent thread with its subagent cards, then each child
     /// thread with the index range its card points at.
     Demo {
-        /// Extra proxy flags, e.g. `--config proxy.toml`.
+        /// The proxy's own flags, after `--`: --config, --display, --dump, --store (default
+        /// `memory`), --log-level (default `warn`); e.g. `acp-proxy demo -- --display transcript`.
         #[arg(last = true)]
         proxy_args: Vec<String>,
     },
@@ -105,13 +154,49 @@ enum Command {
     },
     /// Inspect or prune the child-transcript store (`--store PATH` or `[store] path`).
     Store {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(flatten)]
+        log: LogArg,
+        #[command(flatten)]
+        store: StoreArg,
         #[command(subcommand)]
         command: StoreCommand,
     },
     /// Read a traffic dump: view, stats, check, html.
-    Dump(acp_proxy::dump_tools::cli::DumpArgs),
+    Dump {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(subcommand)]
+        command: acp_proxy::dump_tools::cli::DumpCommand,
+    },
     /// Feed a dump's inputs through the engine offline and print what the client gets.
-    Replay(acp_proxy::dump_tools::cli::ReplayArgs),
+    Replay {
+        #[command(flatten)]
+        args: acp_proxy::dump_tools::cli::ReplayArgs,
+        #[command(flatten)]
+        config: ConfigArg,
+    },
+}
+
+impl Command {
+    /// The name it is called by, and which of the flags `--config`, `--log-level` and
+    /// `--store` it takes (also before its name, as `acp-proxy --store PATH store stats`).
+    fn flags(&self) -> (&'static str, [bool; 3]) {
+        match self {
+            Command::CheckConfig { .. } => ("check-config", [true, true, true]),
+            Command::Setup { .. } => ("setup", [true, false, false]),
+            Command::Doctor { .. } => ("doctor", [true, false, true]),
+            Command::Completions { .. } => ("completions", [false; 3]),
+            Command::Presets { .. } => ("presets", [true, false, false]),
+            Command::Demo { .. } => ("demo", [false; 3]),
+            Command::DemoAgent { .. } => ("demo-agent", [false; 3]),
+            Command::AgentGuardian { .. } => ("agent-guardian", [false; 3]),
+            Command::Store { .. } => ("store", [true, true, true]),
+            Command::Dump { .. } => ("dump", [true, false, false]),
+            Command::Replay { .. } => ("replay", [true, false, false]),
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -147,7 +232,18 @@ fn main() -> ExitCode {
 fn real_main(cli: Cli) -> anyhow::Result<i32> {
     // The global flags (--config, --log-level, --store) may come before or after a
     // subcommand; the others only make sense when running the proxy.
-    if cli.command.is_some() {
+    if let Some(command) = &cli.command {
+        let (name, takes) = command.flags();
+        let given = [
+            ("--config", cli.config.is_some()),
+            ("--log-level", cli.log_level.is_some()),
+            ("--store", cli.store.is_some()),
+        ];
+        for ((flag, given), takes) in given.into_iter().zip(takes) {
+            if given && !takes {
+                anyhow::bail!("{flag} means nothing to `acp-proxy {name}`");
+            }
+        }
         if cli.dump.is_some() {
             anyhow::bail!("--dump applies only when running the proxy, not with a subcommand");
         }
@@ -161,19 +257,30 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
         }
     }
     match cli.command {
-        Some(Command::CheckConfig { path }) => cli::check_config::run(
-            path.or(cli.config).as_deref(),
+        Some(Command::CheckConfig {
+            path,
+            config,
+            log,
+            store,
+        }) => cli::check_config::run(
+            path.or(config.config).or(cli.config).as_deref(),
             cli::check_config::Overrides {
-                log_level: cli.log_level,
-                store: cli.store,
+                log_level: log.log_level.or(cli.log_level),
+                store: store.store.or(cli.store),
             },
         ),
-        Some(Command::Setup { target }) => cli::setup_zed::run(target, cli.config.as_deref()),
-        Some(Command::Doctor(args)) => cli::doctor::run(
+        Some(Command::Setup { config, target }) => {
+            cli::setup_zed::run(target, config.config.or(cli.config).as_deref())
+        }
+        Some(Command::Doctor {
+            args,
+            config,
+            store,
+        }) => cli::doctor::run(
             args,
             cli::doctor::Overrides {
-                config: cli.config.as_deref(),
-                store: cli.store,
+                config: config.config.or(cli.config).as_deref(),
+                store: store.store.or(cli.store),
             },
         ),
         Some(Command::Completions { shell }) => {
@@ -183,8 +290,8 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             cli::emit(&script)?;
             Ok(0)
         }
-        Some(Command::Presets) => {
-            let cfg = Config::load(cli.config.as_deref())?;
+        Some(Command::Presets { config }) => {
+            let cfg = Config::load(config.config.or(cli.config).as_deref())?;
             let s = &cfg.subagents;
             let text = s.preset_set().render(s.presets.as_deref());
             // Read through `| head`, a closed pipe is the reader's choice, not an error.
@@ -211,19 +318,27 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             Duration::from_millis(stdin_grace_ms),
             Duration::from_millis(term_grace_ms),
         )),
-        Some(Command::Dump(args)) => acp_proxy::dump_tools::cli::dump(args, cli.config.as_deref()),
-        Some(Command::Replay(args)) => {
-            acp_proxy::dump_tools::cli::replay(args, cli.config.as_deref())
+        Some(Command::Dump { config, command }) => acp_proxy::dump_tools::cli::dump(
+            acp_proxy::dump_tools::cli::DumpArgs { command },
+            config.config.or(cli.config).as_deref(),
+        ),
+        Some(Command::Replay { args, config }) => {
+            acp_proxy::dump_tools::cli::replay(args, config.config.or(cli.config).as_deref())
         }
-        Some(Command::Store { command }) => {
-            let source = ConfigSource::locate(cli.config.as_deref());
+        Some(Command::Store {
+            config,
+            log,
+            store,
+            command,
+        }) => {
+            let source = ConfigSource::locate(config.config.or(cli.config).as_deref());
             let mut cfg = Config::load_from(&source)?;
-            if let Some(level) = cli.log_level {
+            if let Some(level) = log.log_level.or(cli.log_level) {
                 cfg.log_level = level;
             }
             let _log = init_tracing(&cfg.log_level)?;
             warn_if_local_config_ignored(&source);
-            if let Some(location) = cli.store {
+            if let Some(location) = store.store.or(cli.store) {
                 cfg.store.location = Some(location);
             }
             store_command(cfg.store, command)

@@ -101,3 +101,86 @@ fn completions_cover_the_subcommands() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Each command's help lists only the flags that mean something to it, and a flag given
+/// before a command that does not take it is refused by name.
+#[test]
+fn each_command_shows_only_the_flags_it_takes() {
+    let s = Scratch::new();
+    let cases: &[(&[&str], &[&str], &[&str])] = &[
+        (
+            &["completions"],
+            &[],
+            &["--config", "--log-level", "--store"],
+        ),
+        (&["presets"], &["--config"], &["--log-level", "--store"]),
+        (
+            &["dump", "html"],
+            &["--config"],
+            &["--log-level", "--store"],
+        ),
+        (&["replay"], &["--config"], &["--log-level", "--store"]),
+        (&["doctor"], &["--config", "--store"], &["--log-level"]),
+        (
+            &["setup", "zed"],
+            &["--config"],
+            &["--log-level", "--store"],
+        ),
+        (
+            &["store", "stats"],
+            &["--config", "--log-level", "--store"],
+            &[],
+        ),
+        (
+            &["check-config"],
+            &["--config", "--log-level", "--store"],
+            &[],
+        ),
+        (&["demo"], &[], &["--config", "--log-level", "--store"]),
+    ];
+    for (command, shown, hidden) in cases {
+        let mut args = command.to_vec();
+        args.push("--help");
+        let (code, help, _) = run(&s, &args);
+        assert_eq!(code, 0, "{args:?}");
+        for flag in *shown {
+            assert!(
+                help.contains(&format!("{flag} <")),
+                "{command:?} lacks {flag}:\n{help}"
+            );
+        }
+        for flag in *hidden {
+            assert!(
+                !help.contains(&format!("{flag} <")),
+                "{command:?} shows {flag}:\n{help}"
+            );
+        }
+    }
+    let (code, _, err) = run(&s, &["--store", "memory", "completions", "bash"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--store means nothing to `acp-proxy completions`"),
+        "{err}"
+    );
+    // The flags a command takes may still come before it.
+    let (code, out, err) = run(&s, &["--store", "memory", "store", "stats"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("store: memory"), "{out}");
+    let (code, out, err) = run(&s, &["store", "stats", "--store", "memory"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("store: memory"), "{out}");
+}
+
+/// The usage line names the commands first; running an agent comes second.
+#[test]
+fn the_usage_line_puts_the_command_before_the_agent() {
+    let s = Scratch::new();
+    let (code, help, _) = run(&s, &["--help"]);
+    assert_eq!(code, 0);
+    assert!(
+        help.contains(
+            "Usage: acp-proxy <COMMAND> [OPTIONS]\n       acp-proxy [OPTIONS] [-- <AGENT COMMAND>...]\n"
+        ),
+        "{help}"
+    );
+}
