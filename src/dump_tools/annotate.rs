@@ -260,6 +260,8 @@ pub struct Tracker {
     /// Proxy-chain mode: the conductor's wrapping, as the proxy undid it.
     chain: Option<Chain>,
     chain_decided: bool,
+    /// The run whose records come now (another run is another proxy process).
+    run: Option<Option<String>>,
 }
 
 impl Default for Tracker {
@@ -313,7 +315,28 @@ impl Tracker {
             continuing: [false; 6],
             chain: None,
             chain_decided: false,
+            run: None,
         }
+    }
+
+    /// A dump file (or the next run in it) starts. Another run is another proxy process,
+    /// whose requests, turns and tool calls have nothing to do with the last one's: what was
+    /// open is dropped. The subagents and turns seen so far are kept.
+    pub fn file(&mut self, info: &crate::dump::reader::FileInfo) {
+        let run = Some(info.run.clone());
+        if self.run.is_some() && self.run != run {
+            self.pending = Bounded::new(MAX_PENDING);
+            // Tool call ids are the run's own (the same ones come again in a rerun); a child
+            // session reopened by the next run keeps its node.
+            self.spawns.clear();
+            self.tool_owner = Bounded::new(MAX_TOOL_OWNERS);
+            self.active_turn.clear();
+            self.step_input = None;
+            self.continuing = [false; 6];
+            self.chain = None;
+            self.chain_decided = false;
+        }
+        self.run = run;
     }
 
     /// Whether this record continues an oversized line begun in an earlier record.

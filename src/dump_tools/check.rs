@@ -700,7 +700,7 @@ pub fn run(
     };
     while let Some(item) = reader.next_item()? {
         match item {
-            Item::File(_) => {}
+            Item::File(info) => tracker.file(&info),
             Item::Bad(b) => {
                 let f = Finding {
                     file: b.file,

@@ -121,6 +121,7 @@ pub fn write(
     while let Some(item) = reader.next_item()? {
         let rec = match item {
             Item::File(info) => {
+                tracker.file(&info);
                 files.push(
                     info.path
                         .file_name()

@@ -355,6 +355,7 @@ pub fn run(
     while let Some(item) = reader.next_item()? {
         match item {
             Item::File(info) => {
+                tracker.file(&info);
                 if output == Output::Records {
                     // The output is a dump itself: the tools read it like any other.
                     writeln!(out, "{}", info.raw)?;
@@ -363,8 +364,9 @@ pub fn run(
                     let (dim, reset) = if color { ("\x1b[2m", RESET) } else { ("", "") };
                     writeln!(
                         out,
-                        "{dim}# {} · part {} · acp-proxy {} · started {} · agent: {}{reset}",
+                        "{dim}# {} · run {} · part {} · acp-proxy {} · started {} · agent: {}{reset}",
                         info.path.display(),
+                        info.run.as_deref().unwrap_or("-"),
                         info.part,
                         info.proxy_version,
                         info.started_at,
