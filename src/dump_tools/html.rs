@@ -94,8 +94,10 @@ pub fn write(
     let (head, tail) = TEMPLATE
         .split_once(DATA_MARK)
         .context("the report template has no data mark")?;
+    // The report holds the dump's frames: private like the dump.
     let create = |p: &Path| {
-        File::create(p).with_context(|| format!("cannot write the report {}", p.display()))
+        crate::dump::create_private(p)
+            .with_context(|| format!("cannot write the report {}", p.display()))
     };
     let mut out = BufWriter::new(create(output)?);
     let scratch = Scratch(output.with_extension("frames.tmp"));

@@ -6,6 +6,7 @@
 //! in what the proxy wrote, and `view` / `stats` read it.
 
 use std::collections::HashSet;
+use std::os::unix::fs::PermissionsExt;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -484,6 +485,15 @@ fn the_demo_session_with_child_loads_replays_exactly_and_reads_back() {
     assert_eq!(code, 0, "{err}");
     let (_, none, _) = tool(&["dump", "view", &d, "--grep", "no such text anywhere"]);
     assert_eq!(none.lines().filter(|l| !l.starts_with('#')).count(), 0);
+
+    // The report holds the frames: it is as private as the dump, even over an older file.
+    let report = dir.path().join("report.html");
+    std::fs::write(&report, "old").expect("write");
+    std::fs::set_permissions(&report, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let (code, _, err) = tool(&["dump", "html", &d, "-o", &report.to_string_lossy()]);
+    assert_eq!(code, 0, "{err}");
+    let mode = std::fs::metadata(&report).expect("report").permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "report mode {mode:o}");
 }
 
 /// A scripted session through the proxy: the client frames are sent in order, each after the
