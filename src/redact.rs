@@ -191,8 +191,13 @@ mod tests {
         assert!(redact(&mut v));
         assert_eq!(
             v["params"]["mcpServers"][0]["args"],
-            json!(["--token", REDACTED, format!("--api-key={REDACTED}"),
-                format!("--password={REDACTED}"), "--stdio"])
+            json!([
+                "--token",
+                REDACTED,
+                format!("--api-key={REDACTED}"),
+                format!("--password={REDACTED}"),
+                "--stdio"
+            ])
         );
         // Args without a credential keep the message as it was.
         let mut plain = json!({"params":{"mcpServers":[{"args":["-y","server","--stdio"]}]}});

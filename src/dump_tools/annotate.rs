@@ -272,6 +272,23 @@ impl Default for Tracker {
     }
 }
 
+/// What is wrong with text that does not read as a JSON value: JSON with a number no
+/// reader can hold (`1e400`) is JSON all the same.
+pub fn not_json_why(text: &str) -> &'static str {
+    if is_json_out_of_range(text) {
+        "JSON with a number out of range"
+    } else {
+        "not JSON"
+    }
+}
+
+/// Well-formed JSON that does not read as a value: a number beyond what a float holds.
+pub fn is_json_out_of_range(text: &str) -> bool {
+    // Skipping a value checks its grammar without converting its numbers.
+    serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
+        && serde_json::from_str::<Value>(text).is_err()
+}
+
 fn dir_index(d: Direction) -> usize {
     Direction::ALL.iter().position(|x| *x == d).unwrap_or(0)
 }
@@ -374,7 +391,7 @@ impl Tracker {
             } else if rec.invalid_utf8 {
                 "not UTF-8"
             } else {
-                "not JSON"
+                not_json_why(rec.text())
             };
             let m = self.plain(
                 rec.dir,
@@ -462,7 +479,7 @@ impl Tracker {
             let m = self.plain(
                 rec.dir,
                 Kind::Invalid,
-                format!("not JSON: {}", preview(text, 80)),
+                format!("{}: {}", not_json_why(text), preview(text, 80)),
                 true,
             );
             return m;
