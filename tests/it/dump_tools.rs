@@ -434,6 +434,26 @@ fn the_demo_session_with_child_loads_replays_exactly_and_reads_back() {
         "{view}"
     );
     assert!(!view.contains('\x1b'), "no colour when not on a terminal");
+    // Each child's event (kept for its child thread) names its subagent: the two at work at
+    // once are told apart.
+    let row = |needle: &str| {
+        view.lines()
+            .find(|l| l.contains("a→p") && l.contains(needle))
+            .unwrap_or_else(|| panic!("{needle} in:\n{view}"))
+    };
+    assert!(
+        row("Find `*.txt`").ends_with("]")
+            && row("Find `*.txt`").contains("[subagent \"Survey text files\" acpx-"),
+        "{view}"
+    );
+    assert!(
+        row("Search `TODO`").contains("[subagent \"Look for TODOs\" acpx-"),
+        "{view}"
+    );
+    assert!(
+        row("One TODO, in src/main.rs").contains("[subagent \"Look for TODOs\""),
+        "{view}"
+    );
     let (_, colored, _) = tool(&["dump", "view", &d, "--color", "always"]);
     assert!(colored.contains("\x1b[35m"), "colour when asked for");
 
