@@ -3,7 +3,8 @@
 //! Rules: every string under an `env` or `headers` key (MCP server environments and HTTP
 //! headers, in object or `[{name, value}]` form); every string in the params of an
 //! `authenticate` request except the method id; and any string whose key looks like a
-//! credential (token, secret, password, api key, authorization, cookie, ...). Numbers and
+//! credential (token, secret, password, api key, authorization, cookie, ...); in an `args`
+//! list of strings (an MCP server's command line), what [`redact_command`] hides. Numbers and
 //! booleans are never secrets (`inputTokens: 1234` stays readable).
 
 use serde_json::Value;
@@ -30,6 +31,8 @@ fn walk(v: &mut Value, changed: &mut bool) {
             for (key, val) in map.iter_mut() {
                 if key == "env" || key == "headers" {
                     redact_all_strings(val, &["name"], changed);
+                } else if key == "args" {
+                    redact_args(val, changed);
                 } else if is_secret_key(key) {
                     redact_all_strings(val, &[], changed);
                 } else {
@@ -39,6 +42,25 @@ fn walk(v: &mut Value, changed: &mut bool) {
         }
         Value::Array(items) => items.iter_mut().for_each(|i| walk(i, changed)),
         _ => {}
+    }
+}
+
+/// A list of strings is a command line: its credential-looking arguments are hidden.
+fn redact_args(v: &mut Value, changed: &mut bool) {
+    let Value::Array(items) = v else {
+        return walk(v, changed);
+    };
+    let Some(argv) = items
+        .iter()
+        .map(|i| i.as_str().map(str::to_owned))
+        .collect::<Option<Vec<String>>>()
+    else {
+        return walk(v, changed);
+    };
+    let shown = redact_command(&argv);
+    if shown != argv {
+        *items = shown.into_iter().map(Value::String).collect();
+        *changed = true;
     }
 }
 
@@ -159,6 +181,27 @@ mod tests {
         assert!(redact(&mut auth));
         assert_eq!(auth["params"]["methodId"], "api-key");
         assert_eq!(auth["params"]["_meta"]["value"], REDACTED);
+    }
+
+    #[test]
+    fn redacts_credentials_in_an_mcp_servers_args() {
+        let mut v = json!({"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/p",
+            "mcpServers":[{"name":"s","command":"x","args":["--token","sk-live-abc123",
+                "--api-key=k2","--password=p3","--stdio"]}]}});
+        assert!(redact(&mut v));
+        assert_eq!(
+            v["params"]["mcpServers"][0]["args"],
+            json!([
+                "--token",
+                REDACTED,
+                format!("--api-key={REDACTED}"),
+                format!("--password={REDACTED}"),
+                "--stdio"
+            ])
+        );
+        // Args without a credential keep the message as it was.
+        let mut plain = json!({"params":{"mcpServers":[{"args":["-y","server","--stdio"]}]}});
+        assert!(!redact(&mut plain));
     }
 
     #[test]

@@ -9,10 +9,9 @@ use std::io::{BufRead, BufReader, IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
 use serde_json::Value;
 
-use super::record::{Direction, FORMAT_NAME, FORMAT_VERSION};
+use super::record::{rotated_path, Direction, Header, RecordLine, FORMAT_NAME, FORMAT_VERSION};
 
 /// A record line longer than this is skipped (and reported) instead of held in memory.
 pub const MAX_RECORD_BYTES: usize = 512 * 1024 * 1024;
@@ -117,40 +116,6 @@ pub enum Item {
     Bad(BadLine),
 }
 
-#[derive(Deserialize)]
-struct RawRecord {
-    ts: Option<f64>,
-    dir: Option<String>,
-    frame: Option<String>,
-    note: Option<String>,
-    lost_frames: Option<u64>,
-    #[serde(default)]
-    invalid_json: bool,
-    #[serde(default)]
-    invalid_utf8: bool,
-    #[serde(default)]
-    redacted: bool,
-    #[serde(default)]
-    partial: bool,
-}
-
-#[derive(Deserialize)]
-struct RawHeader {
-    format: Option<String>,
-    version: Option<u64>,
-    #[serde(default)]
-    proxy_version: String,
-    #[serde(default)]
-    agent_command: Vec<String>,
-    #[serde(default)]
-    started_at: String,
-    #[serde(default)]
-    redacted: bool,
-    run: Option<String>,
-    part: Option<u64>,
-    config: Option<Value>,
-}
-
 /// Parse a header line, or say why it is not one.
 pub fn parse_header(path: &Path, line: &[u8], size: u64) -> Result<FileInfo, ReadError> {
     let not = |why: String| ReadError::NotADump {
@@ -158,23 +123,20 @@ pub fn parse_header(path: &Path, line: &[u8], size: u64) -> Result<FileInfo, Rea
         why,
     };
     let text = std::str::from_utf8(line).map_err(|_| not("its first line is not UTF-8".into()))?;
-    let h: RawHeader = serde_json::from_str(text.trim_end())
+    let h: Header = serde_json::from_str(text.trim_end())
         .map_err(|e| not(format!("its first line is not a dump header ({e})")))?;
-    if h.format.as_deref() != Some(FORMAT_NAME) {
+    if h.format != FORMAT_NAME {
         return Err(not(format!(
             "its first line has no `\"format\": \"{FORMAT_NAME}\"`"
         )));
     }
-    let version = h
-        .version
-        .ok_or_else(|| not("its header has no format version".into()))?;
-    if version == 0 {
-        return Err(not("its header has format version 0".into()));
+    if h.version == 0 {
+        return Err(not("its header has no format version (or 0)".into()));
     }
-    if version > u64::from(FORMAT_VERSION) {
+    if h.version > u64::from(FORMAT_VERSION) {
         return Err(ReadError::NewerVersion {
             path: path.to_owned(),
-            found: version,
+            found: h.version,
             proxy: if h.proxy_version.is_empty() {
                 "unknown version".into()
             } else {
@@ -184,13 +146,13 @@ pub fn parse_header(path: &Path, line: &[u8], size: u64) -> Result<FileInfo, Rea
     }
     Ok(FileInfo {
         path: path.to_owned(),
-        version,
+        version: h.version,
         proxy_version: h.proxy_version,
         agent_command: h.agent_command,
         started_at: h.started_at,
         redacted: h.redacted,
         run: h.run,
-        part: h.part.unwrap_or(1),
+        part: h.part,
         config: h.config,
         size,
         raw: text.trim_end().to_owned(),
@@ -199,26 +161,23 @@ pub fn parse_header(path: &Path, line: &[u8], size: u64) -> Result<FileInfo, Rea
 
 /// Parse one record line.
 pub fn parse_record(file: usize, line_no: u64, text: &str) -> Result<Record, String> {
-    let raw: RawRecord =
+    let rec: RecordLine =
         serde_json::from_str(text).map_err(|e| format!("not a dump record ({e})"))?;
-    let dir_name = raw.dir.ok_or("a record without `dir`")?;
-    let dir =
-        Direction::parse(&dir_name).ok_or_else(|| format!("unknown direction `{dir_name}`"))?;
-    if raw.frame.is_none() && raw.note.is_none() {
+    if rec.frame.is_none() && rec.note.is_none() {
         return Err("a record with neither `frame` nor `note`".into());
     }
     Ok(Record {
         file,
         line: line_no,
-        ts: raw.ts.unwrap_or(0.0),
-        dir,
-        frame: raw.frame,
-        note: raw.note,
-        lost_frames: raw.lost_frames.unwrap_or(0),
-        invalid_json: raw.invalid_json,
-        invalid_utf8: raw.invalid_utf8,
-        redacted: raw.redacted,
-        partial: raw.partial,
+        ts: rec.ts,
+        dir: rec.dir,
+        frame: rec.frame,
+        note: rec.note,
+        lost_frames: rec.lost_frames,
+        invalid_json: rec.invalid_json,
+        invalid_utf8: rec.invalid_utf8,
+        redacted: rec.redacted,
+        partial: rec.partial,
         raw: text.to_owned(),
     })
 }
@@ -242,7 +201,25 @@ struct Open {
     /// Skipping the rest of a line that was too long.
     skipping: bool,
     inode: u64,
+    /// Where the segment being read ends (when the runs in the files are read one by one).
+    end: Option<u64>,
 }
+
+/// A run's stretch of a file: from one of its headers to the next header in the file.
+#[derive(Debug, Clone)]
+struct Segment {
+    file: usize,
+    /// Offset of its header line.
+    start: u64,
+    /// Line number of its header line.
+    line: u64,
+    end: u64,
+    /// Its run (a header without one is a run of its own).
+    run: String,
+}
+
+/// What an [`Item::File`] stands for: the same file, run and part are announced once.
+type FileKey = (usize, Option<String>, u64);
 
 /// Reads the given dump files as one stream of records.
 pub struct Reader {
@@ -252,6 +229,10 @@ pub struct Reader {
     opts: ReadOptions,
     progress: Option<Progress>,
     queued: std::collections::VecDeque<Item>,
+    /// When runs are interleaved in the files (proxies running at the same time), the
+    /// segments to read, run after run; otherwise the files are read straight through.
+    plan: Option<std::collections::VecDeque<Segment>>,
+    announced: Option<FileKey>,
 }
 
 fn inode_of(meta: &std::fs::Metadata) -> u64 {
@@ -283,11 +264,13 @@ fn open_file(path: &Path) -> Result<(BufReader<File>, FileInfo, u64, u64), ReadE
 }
 
 impl Reader {
-    /// Open every file and check its header. Parts of one rotated dump are put in order.
+    /// Open every file and check its header. A path brings its rotated parts (`PATH.1`, …)
+    /// along; the parts of a rotated dump are put in order (oldest first), and the runs in
+    /// them are read one after the other.
     pub fn open(paths: &[PathBuf], opts: ReadOptions) -> Result<Reader, ReadError> {
         let mut files = Vec::new();
-        for p in paths {
-            let (_, info, _, _) = open_file(p)?;
+        for p in dump_files(paths) {
+            let (_, info, _, _) = open_file(&p)?;
             files.push(info);
         }
         let same_run = files
@@ -297,6 +280,12 @@ impl Reader {
         if same_run {
             files.sort_by_key(|f| f.part);
         }
+        // A followed dump is shown as it is written.
+        let plan = if opts.follow {
+            None
+        } else {
+            run_by_run(index_segments(&files)?)
+        };
         let total: u64 = files.iter().map(|f| f.size).sum();
         let progress =
             (opts.progress && std::io::stderr().is_terminal()).then(|| Progress::new(total));
@@ -307,7 +296,55 @@ impl Reader {
             opts,
             progress,
             queued: Default::default(),
+            plan,
+            announced: None,
         })
+    }
+
+    /// Whether this header starts something not announced yet (another run, part or file).
+    fn announce(&mut self, file: usize, info: &FileInfo) -> bool {
+        let key = (file, info.run.clone(), info.part);
+        if self.announced.as_ref() == Some(&key) {
+            return false;
+        }
+        self.announced = Some(key);
+        true
+    }
+
+    /// Open the next segment of the plan; None when there is none left.
+    fn open_segment(&mut self) -> Result<Option<Item>, ReadError> {
+        let Some(seg) = self.plan.as_mut().and_then(|p| p.pop_front()) else {
+            return Ok(None);
+        };
+        let path = self.files[seg.file].path.clone();
+        let io = |source| ReadError::Io {
+            path: path.clone(),
+            source,
+        };
+        let mut file = File::open(&path).map_err(io)?;
+        let inode = inode_of(&file.metadata().map_err(io)?);
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(seg.start)).map_err(io)?;
+        let mut reader = BufReader::with_capacity(1 << 20, file);
+        let mut header = Vec::new();
+        (&mut reader)
+            .take(64 * 1024 * 1024)
+            .read_until(b'\n', &mut header)
+            .map_err(io)?;
+        let info = parse_header(&path, &header, self.files[seg.file].size)?;
+        if let Some(p) = &mut self.progress {
+            p.advance(header.len() as u64);
+        }
+        self.open = Some(Open {
+            index: seg.file,
+            reader,
+            line: seg.line,
+            read_bytes: seg.start + header.len() as u64,
+            pending: Vec::new(),
+            skipping: false,
+            inode,
+            end: Some(seg.end),
+        });
+        Ok(Some(Item::File(info)))
     }
 
     /// The next item, or None at the end (never, when following).
@@ -316,6 +353,24 @@ impl Reader {
             return Ok(Some(item));
         }
         loop {
+            if self.open.is_none() && self.plan.is_some() {
+                match self.open_segment()? {
+                    Some(Item::File(info)) => {
+                        let file = self.open.as_ref().map_or(0, |o| o.index);
+                        if self.announce(file, &info) {
+                            return Ok(Some(Item::File(info)));
+                        }
+                        continue;
+                    }
+                    Some(item) => return Ok(Some(item)),
+                    None => {
+                        if let Some(p) = &mut self.progress {
+                            p.finish();
+                        }
+                        return Ok(None);
+                    }
+                }
+            }
             if self.open.is_none() {
                 if self.next_file >= self.files.len() {
                     if let Some(p) = &mut self.progress {
@@ -336,14 +391,22 @@ impl Reader {
                     pending: Vec::new(),
                     skipping: false,
                     inode,
+                    end: None,
                 });
+                self.announce(index, &info);
                 return Ok(Some(Item::File(info)));
             }
             match self.read_line()? {
+                Some(Item::File(info)) => {
+                    let file = self.open.as_ref().map_or(0, |o| o.index);
+                    if self.announce(file, &info) {
+                        return Ok(Some(Item::File(info)));
+                    }
+                }
                 Some(item) => return Ok(Some(item)),
                 None => {
                     // End of this file.
-                    let last = self.next_file >= self.files.len();
+                    let last = self.plan.is_none() && self.next_file >= self.files.len();
                     if self.opts.follow && last {
                         self.follow_wait()?;
                         if let Some(item) = self.queued.pop_front() {
@@ -397,6 +460,9 @@ impl Reader {
         };
         let path = &self.files[open.index].path;
         loop {
+            if open.end.is_some_and(|end| open.read_bytes >= end) {
+                return Ok(None);
+            }
             let before = open.pending.len();
             let limit = (MAX_RECORD_BYTES + 1).saturating_sub(before) as u64;
             let n = (&mut open.reader)
@@ -485,6 +551,124 @@ impl Reader {
     pub fn first(&self) -> Option<&FileInfo> {
         self.files.first()
     }
+}
+
+/// The files to read for these paths: each path with its rotated parts (`PATH.1`, `PATH.2`,
+/// … as far as they go), each file once, the parts of one path oldest first.
+pub fn dump_files(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut groups: Vec<(PathBuf, Vec<(u32, PathBuf)>)> = Vec::new();
+    let given: std::collections::HashSet<&PathBuf> = paths.iter().collect();
+    let mut add =
+        |base: PathBuf, n: u32, path: PathBuf| match groups.iter_mut().find(|(b, _)| *b == base) {
+            Some((_, parts)) => {
+                if !parts.iter().any(|(_, p)| *p == path) {
+                    parts.push((n, path));
+                }
+            }
+            None => groups.push((base, vec![(n, path)])),
+        };
+    for p in paths {
+        // `X.N` given with `X`: a part of X's dump.
+        let part_of = p.to_str().and_then(|s| {
+            let (base, n) = s.rsplit_once('.')?;
+            let n: u32 = n.parse().ok()?;
+            let base = PathBuf::from(base);
+            given.contains(&base).then_some((base, n))
+        });
+        match part_of {
+            Some((base, n)) => add(base, n, p.clone()),
+            None => {
+                add(p.clone(), 0, p.clone());
+                for n in 1.. {
+                    let part = rotated_path(p, n);
+                    if !part.is_file() {
+                        break;
+                    }
+                    add(p.clone(), n, part);
+                }
+            }
+        }
+    }
+    groups
+        .into_iter()
+        .flat_map(|(_, mut parts)| {
+            parts.sort_by_key(|(n, _)| std::cmp::Reverse(*n));
+            parts.into_iter().map(|(_, p)| p)
+        })
+        .collect()
+}
+
+/// Every header in the files, as the segments they start.
+fn index_segments(files: &[FileInfo]) -> Result<Vec<Segment>, ReadError> {
+    let mut segments: Vec<Segment> = Vec::new();
+    for (index, info) in files.iter().enumerate() {
+        let io = |source| ReadError::Io {
+            path: info.path.clone(),
+            source,
+        };
+        let mut reader = BufReader::with_capacity(1 << 20, File::open(&info.path).map_err(io)?);
+        let first = segments.len();
+        let (mut offset, mut line) = (0u64, 0u64);
+        loop {
+            let buf = reader.fill_buf().map_err(io)?;
+            if buf.is_empty() {
+                break;
+            }
+            line += 1;
+            let n = if buf.starts_with(b"{\"format\"") {
+                let mut text = Vec::new();
+                let n = (&mut reader)
+                    .take(64 * 1024 * 1024)
+                    .read_until(b'\n', &mut text)
+                    .map_err(io)?;
+                if let Ok(h) = parse_header(&info.path, &text, 0) {
+                    segments.push(Segment {
+                        file: index,
+                        start: offset,
+                        line,
+                        end: 0,
+                        run: h.run.unwrap_or_else(|| format!("\0{index}:{offset}")),
+                    });
+                }
+                n
+            } else {
+                reader.skip_until(b'\n').map_err(io)?
+            };
+            offset += n as u64;
+        }
+        for i in first..segments.len() {
+            segments[i].end = segments
+                .get(i + 1)
+                .filter(|s| s.file == index)
+                .map_or(offset, |s| s.start);
+        }
+    }
+    Ok(segments)
+}
+
+/// The segments run after run (each run where it first appears), or None when they already
+/// are (the files can be read straight through).
+fn run_by_run(segments: Vec<Segment>) -> Option<std::collections::VecDeque<Segment>> {
+    let mut order: Vec<&str> = Vec::new();
+    let mut interleaved = false;
+    for s in &segments {
+        match order.iter().position(|r| *r == s.run) {
+            None => order.push(&s.run),
+            Some(i) if i + 1 != order.len() => interleaved = true,
+            Some(_) => {}
+        }
+    }
+    if !interleaved {
+        return None;
+    }
+    let rank: std::collections::HashMap<String, usize> = order
+        .iter()
+        .enumerate()
+        .map(|(i, r)| ((*r).to_owned(), i))
+        .collect();
+    let mut segments = segments;
+    segments.sort_by_key(|s| rank.get(&s.run).copied().unwrap_or(usize::MAX));
+    Some(segments.into())
 }
 
 /// `12%  (120 MiB of 1.0 GiB)` on stderr, at most five times a second, erased at the end.

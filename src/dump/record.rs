@@ -5,6 +5,10 @@
 //! loss is written into the dump (and reported on stderr) as soon as there is room again.
 //! Past `[dump] max_bytes` the file is rotated (`PATH` → `PATH.1` → …), each part starting
 //! with a header of its own. The format is described in `docs/dump-format.md`.
+//!
+//! Every run appends to the configured path, so that restarts and proxies running at the
+//! same time all keep their record: each batch is written under an exclusive `flock` of the
+//! current file, after a header of the run wherever another run wrote since (see [`Output`]).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -61,7 +65,7 @@ impl Default for DumpConfig {
 }
 
 /// Where a frame was seen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Direction {
     #[serde(rename = "client→proxy")]
     ClientToProxy,
@@ -75,6 +79,7 @@ pub enum Direction {
     AgentStderr,
     /// A diagnostic of the proxy itself (engine notes, losses).
     #[serde(rename = "proxy-note")]
+    #[default]
     ProxyNote,
 }
 
@@ -154,26 +159,85 @@ pub struct Dump {
     lost: Arc<AtomicU64>,
 }
 
-/// Header line, first in every dump file (every part of a rotated dump has one).
-#[derive(Debug, Clone, Serialize)]
+/// Header line, first in every dump file (every part of a rotated dump has one), and again
+/// wherever a run's records resume after another run's in the same file. The one type the
+/// proxy writes and the tools read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Header {
-    pub format: &'static str,
-    pub version: u32,
-    pub proxy_version: &'static str,
+    /// Always [`FORMAT_NAME`] (empty when a line lacks it: not a header).
+    #[serde(default)]
+    pub format: String,
+    /// The format version (0 when a line lacks it).
+    #[serde(default)]
+    pub version: u64,
+    #[serde(default)]
+    pub proxy_version: String,
+    #[serde(default)]
     pub agent_command: Vec<String>,
+    #[serde(default)]
     pub started_at: String,
+    #[serde(default)]
     pub redacted: bool,
     /// One id for every part of one proxy run's dump.
-    pub run: String,
-    /// 1 for the first file of a run, then 2, 3, … after each rotation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    /// 1 for the first file of a run, then 2, 3, … for each file it went on in.
+    #[serde(default = "first_part")]
     pub part: u64,
     /// The settings that decide what the engine does (the keys of `proxy.toml`), so that a
     /// replay can use the same ones.
-    pub config: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<serde_json::Value>,
+    /// A regression case made by `replay --emit-test`: its name and where it came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case: Option<serde_json::Value>,
+}
+
+fn first_part() -> u64 {
+    1
+}
+
+/// Every line after a header: one record. The one type the proxy writes and the tools read;
+/// the field order is the order they have in the file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RecordLine {
+    /// When the proxy handled it: Unix seconds with a fraction.
+    #[serde(default)]
+    pub ts: f64,
+    pub dir: Direction,
+    /// (`proxy-note`) this many frames were not recorded because the dump fell behind.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lost_frames: u64,
+    /// A piece of a line longer than `max_frame_bytes`; the line goes on in the next record
+    /// of the same `dir`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub partial: bool,
+    /// The line as it was on the wire, without its terminator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frame: Option<String>,
+    /// (`proxy-note`) the diagnostic's text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub invalid_utf8: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub invalid_json: bool,
+    /// The frame held a secret: it is stored re-serialised with the secret replaced.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub redacted: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Dump {
-    /// Create the dump file (mode 0600), write the header, and start the writer task.
+    /// Open the dump file for appending (created with mode 0600), write this run's header,
+    /// and start the writer task.
     pub fn open(
         path: &Path,
         agent_command: &[String],
@@ -181,7 +245,7 @@ impl Dump {
         settings: serde_json::Value,
     ) -> Result<(Dump, tokio::task::JoinHandle<()>), DumpError> {
         let redact = cfg.redact;
-        let file = create_private(path).map_err(|source| DumpError::Create {
+        let file = open_append_private(path).map_err(|source| DumpError::Create {
             path: path.to_owned(),
             source,
         })?;
@@ -190,29 +254,37 @@ impl Dump {
         } else {
             agent_command.to_vec()
         };
+        let run = run_id();
         let header = Header {
-            format: FORMAT_NAME,
-            version: FORMAT_VERSION,
-            proxy_version: env!("CARGO_PKG_VERSION"),
+            format: FORMAT_NAME.to_owned(),
+            version: u64::from(FORMAT_VERSION),
+            proxy_version: env!("CARGO_PKG_VERSION").to_owned(),
             agent_command: shown_command,
             started_at: rfc3339_now(),
             redacted: redact,
-            run: format!("{}-{}", std::process::id(), (unix_now() * 1000.0) as u64),
+            run: Some(run.clone()),
             part: 1,
-            config: settings,
+            config: Some(settings),
+            case: None,
         };
-        let rotation = Rotation::new(path, &file, cfg.max_bytes, cfg.max_files);
+        let regular = file.metadata().is_ok_and(|m| m.is_file());
+        let rotation = Rotation::new(path, regular, cfg.max_bytes, cfg.max_files);
         let mut out = Output {
-            file: std::io::BufWriter::new(file),
-            written: 0,
+            file,
             path: path.to_owned(),
             header,
             rotation,
+            regular,
+            end: None,
         };
-        out.write_header().map_err(|source| DumpError::Write {
+        out.write_lines(&[]).map_err(|source| DumpError::Write {
             path: path.to_owned(),
             source,
         })?;
+        tracing::info!(
+            "traffic dump of this run (run {run}) appended to {}",
+            path.display()
+        );
         let (tx, rx) = mpsc::channel(cfg.queue_frames.max(1));
         let lost = Arc::new(AtomicU64::new(0));
         let task = tokio::task::spawn_blocking({
@@ -246,14 +318,32 @@ impl Dump {
     }
 }
 
-/// The dump file being written, and when to rotate it.
+/// `PID-MILLISECONDS`, unique among the runs sharing a path (a process that opens several
+/// dumps adds a counter).
+fn run_id() -> String {
+    static OPENED: AtomicU64 = AtomicU64::new(0);
+    let id = format!("{}-{}", std::process::id(), (unix_now() * 1000.0) as u64);
+    match OPENED.fetch_add(1, Ordering::Relaxed) {
+        0 => id,
+        n => format!("{id}-{n}"),
+    }
+}
+
+/// The dump file being written: shared with every other proxy run configured with the same
+/// path. Each batch is written under an exclusive `flock` of the file `PATH` names at that
+/// moment (another run may have rotated the one this run opened), preceded by this run's
+/// header when the file does not end where this run's last write did (another run wrote
+/// since, or the file is new). Rotation happens under the same lock, so the limits hold for
+/// all runs together.
 struct Output {
-    file: std::io::BufWriter<std::fs::File>,
-    /// Bytes in the current file.
-    written: u64,
+    file: std::fs::File,
     path: PathBuf,
     header: Header,
     rotation: Option<Rotation>,
+    /// A regular file (a FIFO or a terminal is neither locked nor rotated).
+    regular: bool,
+    /// Where this run's last write ended in `file`, when that is still the end of it.
+    end: Option<u64>,
 }
 
 /// `[dump] max_bytes` spread over the current file and `max_files - 1` rotated ones.
@@ -268,19 +358,16 @@ struct Rotation {
 impl Rotation {
     /// None when there is no limit, or when the dump is not a regular file (a FIFO, a
     /// terminal): those cannot be rotated.
-    fn new(path: &Path, file: &std::fs::File, max_bytes: u64, files: u32) -> Option<Rotation> {
+    fn new(path: &Path, regular: bool, max_bytes: u64, files: u32) -> Option<Rotation> {
         if max_bytes == 0 {
             return None;
         }
-        match file.metadata() {
-            Ok(m) if m.is_file() => {}
-            _ => {
-                tracing::info!(
-                    "dump {} is not a regular file: max_bytes does not apply",
-                    path.display()
-                );
-                return None;
-            }
+        if !regular {
+            tracing::info!(
+                "dump {} is not a regular file: max_bytes does not apply",
+                path.display()
+            );
+            return None;
         }
         let files = files.max(1);
         Some(Rotation {
@@ -297,46 +384,174 @@ pub fn rotated_path(path: &Path, n: u32) -> PathBuf {
     PathBuf::from(name)
 }
 
-impl Output {
-    fn write_header(&mut self) -> std::io::Result<()> {
-        self.header.started_at = rfc3339_now();
-        let mut line = serde_json::to_vec(&self.header)?;
-        line.push(b'\n');
-        self.file.write_all(&line)?;
-        self.written = line.len() as u64;
-        self.file.flush()
-    }
+/// An exclusive `flock` on a file, released when dropped.
+struct Locked<'a>(&'a std::fs::File);
 
-    /// Write one record, rotating first if it would take the file past its share.
-    fn write_record(&mut self, value: &serde_json::Value) -> std::io::Result<()> {
-        let mut line = serde_json::to_vec(value)?;
-        line.push(b'\n');
-        if let Some(rot) = self.rotation {
-            if self.written > 0 && self.written + line.len() as u64 > rot.file_bytes {
-                if let Err(source) = self.rotate(rot) {
-                    // Keep the bound on disk use even so: start this file over.
-                    tracing::error!(
-                        "{}: starting it over",
-                        DumpError::Rotate {
-                            path: self.path.clone(),
-                            source
-                        }
-                    );
-                    self.restart_in_place()?;
-                }
+impl<'a> Locked<'a> {
+    fn new(file: &'a std::fs::File) -> std::io::Result<Locked<'a>> {
+        loop {
+            match flock(file, libc::LOCK_EX) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+                Ok(()) => return Ok(Locked(file)),
             }
         }
-        self.file.write_all(&line)?;
-        self.written += line.len() as u64;
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        // Closing the file would release the lock too.
+        let _ = flock(self.0, libc::LOCK_UN);
+    }
+}
+
+/// `flock(2)`: std's `File::lock` needs a newer Rust than the one this crate supports.
+#[allow(unsafe_code)]
+fn flock(file: &std::fs::File, op: libc::c_int) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor `file` owns for the whole call; no memory is involved.
+    if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
+
+impl Output {
+    /// This run's header as a line.
+    fn header_line(&self) -> std::io::Result<Vec<u8>> {
+        let mut line = serde_json::to_vec(&self.header)?;
+        line.push(b'\n');
+        Ok(line)
+    }
+
+    /// Write these record lines (each ending in `\n`), with a header first wherever one is
+    /// needed, rotating as the limits require. With no lines, only makes sure the file has
+    /// this run's header at its end.
+    fn write_lines(&mut self, lines: &[Vec<u8>]) -> std::io::Result<()> {
+        if !self.regular {
+            let mut buf = if self.end.is_none() {
+                self.header_line()?
+            } else {
+                Vec::new()
+            };
+            lines.iter().for_each(|l| buf.extend_from_slice(l));
+            self.file.write_all(&buf)?;
+            self.end = Some(0);
+            return Ok(());
+        }
+        let mut next = 0;
+        loop {
+            self.follow_path()?;
+            let rotate = {
+                let file = self.file.try_clone()?;
+                let _lock = Locked::new(&file)?;
+                if !self.still_at_path()? {
+                    // Rotated away while this run waited for the lock.
+                    continue;
+                }
+                self.write_locked(lines, &mut next)?
+            };
+            match rotate {
+                Some(rot) => {
+                    if let Err(source) = self.rotate(rot) {
+                        // Keep the bound on disk use even so: start this file over.
+                        tracing::error!(
+                            "{}: starting it over",
+                            DumpError::Rotate {
+                                path: self.path.clone(),
+                                source
+                            }
+                        );
+                        self.restart_in_place()?;
+                    }
+                }
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// Whether the open file is still the one `PATH` names.
+    fn still_at_path(&self) -> std::io::Result<bool> {
+        let mine = self.file.metadata()?;
+        Ok(match std::fs::metadata(&self.path) {
+            Ok(at_path) => same_file(&mine, &at_path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+            Err(e) => return Err(e),
+        })
+    }
+
+    /// After another run rotated the file (or it was removed), go on in the one `PATH` names
+    /// now: the next part of this run.
+    fn follow_path(&mut self) -> std::io::Result<()> {
+        if self.still_at_path()? {
+            return Ok(());
+        }
+        self.file = open_append_private(&self.path)?;
+        if self.end.is_some() {
+            self.header.part += 1;
+            self.header.started_at = rfc3339_now();
+        }
+        self.end = None;
         Ok(())
     }
 
-    /// `PATH.(n-1)` → `PATH.n` …, `PATH` → `PATH.1`, then a new `PATH` with its own header.
+    /// Under the lock: append a header if needed and the lines from `next` on. Returns the
+    /// rotation to do first when the next line would take the file past its share.
+    fn write_locked(
+        &mut self,
+        lines: &[Vec<u8>],
+        next: &mut usize,
+    ) -> std::io::Result<Option<Rotation>> {
+        let len = self.file.metadata()?.len();
+        let mut buf = Vec::new();
+        if self.end != Some(len) {
+            buf = self.header_line()?;
+        }
+        let header_only = buf.len();
+        let mut rotate = None;
+        while let Some(line) = lines.get(*next) {
+            if let Some(rot) = self.rotation {
+                let size = len + (buf.len() + line.len()) as u64;
+                // A file holding only a header takes the record whole, however large.
+                let holds_records = len > 0 || buf.len() > header_only;
+                if size > rot.file_bytes && holds_records {
+                    rotate = Some(rot);
+                    break;
+                }
+            }
+            buf.extend_from_slice(line);
+            *next += 1;
+        }
+        if rotate.is_some() && buf.len() == header_only && len > 0 {
+            // Nothing of this run's to add before the rotation.
+            buf.clear();
+        }
+        if !buf.is_empty() {
+            self.file.write_all(&buf)?;
+        }
+        self.end = (len > 0 || !buf.is_empty()).then_some(len + buf.len() as u64);
+        Ok(rotate)
+    }
+
+    /// `PATH.(n-1)` → `PATH.n` …, `PATH` → `PATH.1`, then this run's next part goes on in a
+    /// new `PATH`. Called without the lock held: the renames are checked again under it.
     fn rotate(&mut self, rot: Rotation) -> std::io::Result<()> {
-        self.file.flush()?;
+        let file = self.file.try_clone()?;
+        let _lock = Locked::new(&file)?;
+        if !self.still_at_path()? {
+            // Another run rotated it meanwhile.
+            return Ok(());
+        }
         let keep = rot.files - 1;
         if keep == 0 {
-            return self.restart_in_place();
+            return self.truncate_locked();
         }
         match std::fs::remove_file(rotated_path(&self.path, keep)) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
@@ -349,18 +564,23 @@ impl Output {
             }
         }
         std::fs::rename(&self.path, rotated_path(&self.path, 1))?;
-        self.file = std::io::BufWriter::new(create_private(&self.path)?);
-        self.header.part += 1;
-        self.write_header()
+        // The next write finds `PATH` gone or new, and goes on there as the next part.
+        Ok(())
     }
 
     fn restart_in_place(&mut self) -> std::io::Result<()> {
-        self.file.flush()?;
-        let f = self.file.get_mut();
-        f.set_len(0)?;
-        std::io::Seek::seek(f, std::io::SeekFrom::Start(0))?;
+        let file = self.file.try_clone()?;
+        let _lock = Locked::new(&file)?;
+        self.truncate_locked()
+    }
+
+    /// Start the file over (under the lock), as this run's next part.
+    fn truncate_locked(&mut self) -> std::io::Result<()> {
+        self.file.set_len(0)?;
         self.header.part += 1;
-        self.write_header()
+        self.header.started_at = rfc3339_now();
+        self.end = None;
+        Ok(())
     }
 }
 
@@ -381,29 +601,36 @@ fn writer(mut out: Output, mut rx: mpsc::Receiver<Record>, lost: Arc<AtomicU64>,
         while let Ok(more) = rx.try_recv() {
             batch.push(more);
         }
-        let mut result = report_loss(&mut out, &lost, &mut reported_lost);
-        for rec in batch {
-            if result.is_err() {
-                break;
-            }
-            result = out.write_record(&render(&rec, redact));
-        }
-        if let Err(e) = result.and_then(|_| out.file.flush()) {
+        let mut lines = Vec::with_capacity(batch.len() + 1);
+        lines.extend(loss_note(&lost, &mut reported_lost));
+        lines.extend(batch.iter().map(|rec| render(rec, redact)));
+        if let Err(e) = write(&mut out, &lines) {
             return fail(e);
         }
     }
     // Frames lost after the last record was written still have to be accounted for.
-    if let Err(e) = report_loss(&mut out, &lost, &mut reported_lost).and_then(|_| out.file.flush())
-    {
-        fail(e);
+    if let Some(note) = loss_note(&lost, &mut reported_lost) {
+        if let Err(e) = write(&mut out, &[note]) {
+            fail(e);
+        }
     }
 }
 
-/// Write a note for frames lost since the last report (and say so on stderr).
-fn report_loss(out: &mut Output, lost: &AtomicU64, reported: &mut u64) -> std::io::Result<()> {
+fn write(out: &mut Output, records: &[RecordLine]) -> std::io::Result<()> {
+    let mut lines = Vec::with_capacity(records.len());
+    for rec in records {
+        let mut line = serde_json::to_vec(rec)?;
+        line.push(b'\n');
+        lines.push(line);
+    }
+    out.write_lines(&lines)
+}
+
+/// A note for frames lost since the last report (said on stderr too).
+fn loss_note(lost: &AtomicU64, reported: &mut u64) -> Option<RecordLine> {
     let now_lost = lost.load(Ordering::Relaxed);
     if now_lost <= *reported {
-        return Ok(());
+        return None;
     }
     let n = now_lost - *reported;
     *reported = now_lost;
@@ -411,45 +638,51 @@ fn report_loss(out: &mut Output, lost: &AtomicU64, reported: &mut u64) -> std::i
         lost = n,
         "traffic dump fell behind: {n} frame(s) not recorded"
     );
-    out.write_record(
-        &serde_json::json!({"ts": unix_now(), "dir": Direction::ProxyNote,
-            "lost_frames": n, "note": format!("dump fell behind: {n} frame(s) not recorded")}),
-    )
+    Some(RecordLine {
+        ts: unix_now(),
+        dir: Direction::ProxyNote,
+        lost_frames: n,
+        note: Some(format!("dump fell behind: {n} frame(s) not recorded")),
+        ..RecordLine::default()
+    })
 }
 
-fn render(rec: &Record, redact: bool) -> serde_json::Value {
+fn render(rec: &Record, redact: bool) -> RecordLine {
     match rec {
-        Record::Note { ts, message } => {
-            serde_json::json!({"ts": ts, "dir": Direction::ProxyNote, "note": message})
-        }
+        Record::Note { ts, message } => RecordLine {
+            ts: *ts,
+            dir: Direction::ProxyNote,
+            note: Some(message.clone()),
+            ..RecordLine::default()
+        },
         Record::Frame { ts, dir, bytes } => {
             let body = crate::wire::line_body(bytes);
-            let mut rec = serde_json::json!({"ts": ts, "dir": dir});
             let is_frame = *dir != Direction::AgentStderr;
-            if is_frame && !bytes.ends_with(b"\n") {
+            let mut rec = RecordLine {
+                ts: *ts,
+                dir: *dir,
                 // A piece of a line longer than max_frame_bytes (the rest follows).
-                rec["partial"] = true.into();
-            }
+                partial: is_frame && !bytes.ends_with(b"\n"),
+                ..RecordLine::default()
+            };
             let Ok(text) = std::str::from_utf8(body) else {
-                rec["frame"] = String::from_utf8_lossy(body).into_owned().into();
-                rec["invalid_utf8"] = true.into();
-                if is_frame {
-                    rec["invalid_json"] = true.into();
-                }
+                rec.frame = Some(String::from_utf8_lossy(body).into_owned());
+                rec.invalid_utf8 = true;
+                rec.invalid_json = is_frame;
                 return rec;
             };
             // Only a frame that held a secret is re-serialised; every other frame keeps its
             // exact text (numbers, escapes and key order as they were on the wire).
-            rec["frame"] = text.into();
+            rec.frame = Some(text.to_owned());
             if is_frame {
                 match serde_json::from_str::<serde_json::Value>(text) {
                     Ok(mut v) => {
                         if redact && crate::redact::redact(&mut v) {
-                            rec["frame"] = v.to_string().into();
-                            rec["redacted"] = true.into();
+                            rec.frame = Some(v.to_string());
+                            rec.redacted = true;
                         }
                     }
-                    Err(_) => rec["invalid_json"] = true.into(),
+                    Err(_) => rec.invalid_json = true,
                 }
             }
             rec
@@ -465,13 +698,23 @@ pub fn recorded_text(dir: Direction, bytes: &Bytes, redact: bool) -> String {
         dir,
         bytes: bytes.clone(),
     };
-    match render(&rec, redact)
-        .get_mut("frame")
-        .map(serde_json::Value::take)
-    {
-        Some(serde_json::Value::String(s)) => s,
-        _ => String::new(),
+    render(&rec, redact).frame.unwrap_or_default()
+}
+
+/// Open a file for appending (created if missing), readable and writable by the owner only.
+pub fn open_append_private(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .open(path)?;
+    // An existing file keeps its old mode on open: tighten it (not a FIFO or a terminal
+    // someone else owns).
+    if file.metadata().is_ok_and(|m| m.is_file()) {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
     }
+    Ok(file)
 }
 
 /// Create (or truncate) a file readable and writable by the owner only.
@@ -530,14 +773,56 @@ mod tests {
     use super::*;
 
     fn frame(dir: Direction, text: &[u8], redact: bool) -> serde_json::Value {
-        render(
+        serde_json::to_value(render(
             &Record::Frame {
                 ts: 1.0,
                 dir,
                 bytes: Bytes::copy_from_slice(text),
             },
             redact,
-        )
+        ))
+        .expect("a record is JSON")
+    }
+
+    fn line(dir: Direction, text: &[u8]) -> String {
+        let rec = render(
+            &Record::Frame {
+                ts: 1.5,
+                dir,
+                bytes: Bytes::copy_from_slice(text),
+            },
+            true,
+        );
+        let line = serde_json::to_string(&rec).expect("a record is JSON");
+        let back: RecordLine = serde_json::from_str(&line).expect("read back");
+        assert_eq!(back, rec, "read as written");
+        line
+    }
+
+    #[test]
+    fn records_are_written_byte_for_byte_as_format_version_1_has_them() {
+        assert_eq!(
+            line(Direction::ClientToProxy, b"{\"id\":1}\n"),
+            r#"{"ts":1.5,"dir":"client→proxy","frame":"{\"id\":1}"}"#
+        );
+        assert_eq!(
+            line(Direction::AgentToProxy, b"\xff{"),
+            r#"{"ts":1.5,"dir":"agent→proxy","partial":true,"frame":"�{","invalid_utf8":true,"invalid_json":true}"#
+        );
+        assert_eq!(
+            line(Direction::ProxyToAgent, b"{\"apiKey\":\"sk-1\"}\n"),
+            r#"{"ts":1.5,"dir":"proxy→agent","frame":"{\"apiKey\":\"[redacted]\"}","redacted":true}"#
+        );
+        assert_eq!(
+            line(Direction::AgentStderr, b"log {\n"),
+            r#"{"ts":1.5,"dir":"agent-stderr","frame":"log {"}"#
+        );
+        let lost = AtomicU64::new(3);
+        let note = serde_json::to_string(&loss_note(&lost, &mut 0).expect("a note")).expect("JSON");
+        assert!(
+            note.contains(r#""dir":"proxy-note","lost_frames":3,"note":"dump fell behind: 3 frame(s) not recorded"}"#),
+            "{note}"
+        );
     }
 
     #[test]
@@ -651,5 +936,82 @@ mod tests {
         // The most recent frames are kept, in order and without a gap, up to the last one.
         assert!(numbers.windows(2).all(|w| w[1] == w[0] + 1), "{numbers:?}");
         assert_eq!(numbers.last(), Some(&299));
+    }
+
+    #[test]
+    fn runs_sharing_a_path_append_and_keep_the_limits_together() {
+        use crate::dump::reader::{Item, ReadOptions, Reader};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("d.jsonl");
+        let cfg = DumpConfig {
+            max_bytes: 9000,
+            max_files: 3,
+            ..DumpConfig::default()
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        // An earlier run's record is kept (it is appended to, not truncated).
+        std::fs::write(&path, "").expect("an empty file");
+        rt.block_on(async {
+            let open = || {
+                Dump::open(&path, &["agent".to_owned()], &cfg, serde_json::json!({}))
+                    .expect("open the dump")
+            };
+            let (a, ta) = open();
+            let (b, tb) = open();
+            for n in 0..200 {
+                for (dump, who) in [(&a, "a"), (&b, "b")] {
+                    let line = format!("{{\"who\":\"{who}\",\"n\":{n}}}\n");
+                    dump.frame(Direction::AgentToProxy, &Bytes::from(line));
+                }
+                tokio::time::sleep(std::time::Duration::from_micros(200)).await;
+            }
+            drop((a, b));
+            ta.await.expect("writer");
+            tb.await.expect("writer");
+        });
+        assert!(!rotated_path(&path, 3).exists(), "at most max_files files");
+        let mut total = 0;
+        for p in [rotated_path(&path, 2), rotated_path(&path, 1), path.clone()] {
+            let len = std::fs::metadata(&p).expect("part exists").len();
+            assert!(len <= 3000, "{}: {len} bytes", p.display());
+            total += len;
+        }
+        assert!(total <= 9000);
+        // Read from the path alone: its parts, run after run, each run's frames in order and
+        // without a gap up to its last one.
+        let mut reader =
+            Reader::open(std::slice::from_ref(&path), ReadOptions::default()).expect("read");
+        let mut runs: Vec<(String, Vec<u64>)> = Vec::new();
+        while let Some(item) = reader.next_item().expect("item") {
+            match item {
+                Item::File(info) => {
+                    let run = info.run.expect("a run id");
+                    if runs.last().is_none_or(|(r, _)| *r != run) {
+                        assert!(runs.iter().all(|(r, _)| *r != run), "{run} read in one go");
+                        runs.push((run, Vec::new()));
+                    }
+                }
+                Item::Record(r) => {
+                    let v: serde_json::Value =
+                        serde_json::from_str(r.frame.as_deref().expect("frame")).expect("JSON");
+                    let (_, ns) = runs.last_mut().expect("a run first");
+                    ns.push(v["n"].as_u64().expect("n"));
+                    let who = v["who"].as_str().expect("who");
+                    assert!(
+                        runs.iter().filter(|(_, ns)| !ns.is_empty()).count() <= 2,
+                        "{who}"
+                    );
+                }
+                Item::Bad(b) => panic!("damaged: {b:?}"),
+            }
+        }
+        assert_eq!(runs.len(), 2, "{runs:?}");
+        for (run, ns) in &runs {
+            assert!(ns.windows(2).all(|w| w[1] == w[0] + 1), "{run}: {ns:?}");
+            assert_eq!(ns.last(), Some(&199), "{run}");
+        }
     }
 }

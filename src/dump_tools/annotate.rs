@@ -260,6 +260,8 @@ pub struct Tracker {
     /// Proxy-chain mode: the conductor's wrapping, as the proxy undid it.
     chain: Option<Chain>,
     chain_decided: bool,
+    /// The run whose records come now (another run is another proxy process).
+    run: Option<Option<String>>,
 }
 
 impl Default for Tracker {
@@ -268,6 +270,23 @@ impl Default for Tracker {
             PresetSet::builtin().iter().cloned().collect(),
         ))
     }
+}
+
+/// What is wrong with text that does not read as a JSON value: JSON with a number no
+/// reader can hold (`1e400`) is JSON all the same.
+pub fn not_json_why(text: &str) -> &'static str {
+    if is_json_out_of_range(text) {
+        "JSON with a number out of range"
+    } else {
+        "not JSON"
+    }
+}
+
+/// Well-formed JSON that does not read as a value: a number beyond what a float holds.
+pub fn is_json_out_of_range(text: &str) -> bool {
+    // Skipping a value checks its grammar without converting its numbers.
+    serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
+        && serde_json::from_str::<Value>(text).is_err()
 }
 
 fn dir_index(d: Direction) -> usize {
@@ -313,7 +332,28 @@ impl Tracker {
             continuing: [false; 6],
             chain: None,
             chain_decided: false,
+            run: None,
         }
+    }
+
+    /// A dump file (or the next run in it) starts. Another run is another proxy process,
+    /// whose requests, turns and tool calls have nothing to do with the last one's: what was
+    /// open is dropped. The subagents and turns seen so far are kept.
+    pub fn file(&mut self, info: &crate::dump::reader::FileInfo) {
+        let run = Some(info.run.clone());
+        if self.run.is_some() && self.run != run {
+            self.pending = Bounded::new(MAX_PENDING);
+            // Tool call ids are the run's own (the same ones come again in a rerun); a child
+            // session reopened by the next run keeps its node.
+            self.spawns.clear();
+            self.tool_owner = Bounded::new(MAX_TOOL_OWNERS);
+            self.active_turn.clear();
+            self.step_input = None;
+            self.continuing = [false; 6];
+            self.chain = None;
+            self.chain_decided = false;
+        }
+        self.run = run;
     }
 
     /// Whether this record continues an oversized line begun in an earlier record.
@@ -351,7 +391,7 @@ impl Tracker {
             } else if rec.invalid_utf8 {
                 "not UTF-8"
             } else {
-                "not JSON"
+                not_json_why(rec.text())
             };
             let m = self.plain(
                 rec.dir,
@@ -439,7 +479,7 @@ impl Tracker {
             let m = self.plain(
                 rec.dir,
                 Kind::Invalid,
-                format!("not JSON: {}", preview(text, 80)),
+                format!("{}: {}", not_json_why(text), preview(text, 80)),
                 true,
             );
             return m;

@@ -158,6 +158,28 @@ fn dispatch_problem(e: MethodDispatchError, what: &str) -> Problem {
     }
 }
 
+/// Why an id is not one ACP takes (a string, a 64-bit integer or null).
+fn bad_id(id: &Value) -> String {
+    match id {
+        // Past i64 but within u64.
+        Value::Number(n) if n.is_u64() => {
+            format!("id {id} is an integer beyond 64 bits (signed): not an ACP id")
+        }
+        // A JSON reader holds an integer past u64 as a float.
+        Value::Number(n)
+            if n.as_f64()
+                .is_some_and(|f| f.fract() == 0.0 && f.abs() >= 9.2e18) =>
+        {
+            format!(
+                "the id is an integer beyond 64 bits (a JSON reader holds it only as the float \
+                 {id}): not an ACP id"
+            )
+        }
+        Value::Number(_) => format!("id {id} is a number that is not an integer: not an ACP id"),
+        _ => format!("id {id} is not a string, an integer or null"),
+    }
+}
+
 /// The envelope and the payload of one message, against the schema.
 fn schema_problems(role: Role, m: &Msg, v: &Value) -> Vec<Problem> {
     let mut out = Vec::new();
@@ -170,11 +192,7 @@ fn schema_problems(role: Role, m: &Msg, v: &Value) -> Vec<Problem> {
     }
     if let Some(id) = v.get("id") {
         if serde_json::from_value::<acp::RequestId>(id.clone()).is_err() {
-            out.push((
-                "jsonrpc",
-                Severity::Error,
-                format!("id {id} is not a string, an integer or null"),
-            ));
+            out.push(("jsonrpc", Severity::Error, bad_id(id)));
         }
     }
     let method = m.method.as_deref().unwrap_or("");
@@ -452,6 +470,9 @@ pub struct Checker {
     told_not_zed: bool,
     /// The input being handled: (direction, hash and length of its text).
     step_input: Option<(Direction, u64, usize)>,
+    /// The schema problems of that input: the same problem in a frame the proxy rewrote
+    /// from it is in a field its sender wrote.
+    input_problems: std::collections::HashSet<(&'static str, String)>,
 }
 
 fn text_hash(s: &str) -> u64 {
@@ -471,6 +492,7 @@ impl Checker {
             frames_checked: 0,
             told_not_zed: false,
             step_input: None,
+            input_problems: Default::default(),
         }
     }
 
@@ -494,6 +516,7 @@ impl Checker {
         let text = rec.text();
         if rec.dir.is_input() && !continuation {
             self.step_input = Some((rec.dir, text_hash(text), text.len()));
+            self.input_problems.clear();
         }
         let relayed = rec.dir.is_output()
             && self
@@ -549,6 +572,11 @@ impl Checker {
                 "not-json",
                 if rec.invalid_utf8 {
                     "a frame that is not UTF-8".to_owned()
+                } else if super::annotate::is_json_out_of_range(rec.text()) {
+                    format!(
+                        "a frame that is JSON but has a number out of range (no JSON-RPC peer reads it): {}",
+                        super::annotate::preview(rec.text(), 60)
+                    )
                 } else {
                     format!(
                         "a frame that is not JSON: {}",
@@ -563,11 +591,11 @@ impl Checker {
                 continue;
             };
             // In chain mode a frame from the conductor may carry the agent's message.
-            let origin = if m.dir == rec.dir {
+            let origin = std::cell::Cell::new(if m.dir == rec.dir {
                 origin
             } else {
                 writer_of(m.dir)
-            };
+            });
             let mut push = |severity, rule, message| {
                 out.push(Finding {
                     file: rec.file,
@@ -576,7 +604,7 @@ impl Checker {
                     severity,
                     rule,
                     message,
-                    origin,
+                    origin: origin.get(),
                     relayed,
                 })
             };
@@ -588,7 +616,31 @@ impl Checker {
                 push(Severity::Error, "not-jsonrpc", m.summary.clone());
                 continue;
             }
+            let sender = self.step_input.and_then(|(input, ..)| writer_of(input));
             for (rule, severity, message) in schema_problems(role, m, v) {
+                let key = (rule, message);
+                if rec.dir.is_input() && m.dir == rec.dir {
+                    self.input_problems.insert(key.clone());
+                }
+                let (rule, message) = key;
+                if rec.dir.is_output() && !relayed && origin.get() == Some("proxy") {
+                    if let Some(who) =
+                        sender.filter(|_| self.input_problems.contains(&(rule, message.clone())))
+                    {
+                        // The proxy rewrote the frame (its opt-ins in an `initialize`) but
+                        // the field is as the sender wrote it.
+                        let mine = origin.replace(Some(who));
+                        push(
+                            severity,
+                            rule,
+                            format!(
+                                "{message} (as the {who} sent it, in a frame the proxy rewrote)"
+                            ),
+                        );
+                        origin.set(mine);
+                        continue;
+                    }
+                }
                 push(severity, rule, message);
             }
             // What Zed makes of it.
@@ -700,7 +752,7 @@ pub fn run(
     };
     while let Some(item) = reader.next_item()? {
         match item {
-            Item::File(_) => {}
+            Item::File(info) => tracker.file(&info),
             Item::Bad(b) => {
                 let f = Finding {
                     file: b.file,

@@ -94,8 +94,10 @@ pub fn write(
     let (head, tail) = TEMPLATE
         .split_once(DATA_MARK)
         .context("the report template has no data mark")?;
+    // The report holds the dump's frames: private like the dump.
     let create = |p: &Path| {
-        File::create(p).with_context(|| format!("cannot write the report {}", p.display()))
+        crate::dump::create_private(p)
+            .with_context(|| format!("cannot write the report {}", p.display()))
     };
     let mut out = BufWriter::new(create(output)?);
     let scratch = Scratch(output.with_extension("frames.tmp"));
@@ -109,7 +111,6 @@ pub fn write(
     let mut findings: Vec<Value> = Vec::new();
     let mut sessions: HashMap<String, usize> = HashMap::new();
     let mut session_names: Vec<String> = Vec::new();
-    let mut files: Vec<String> = Vec::new();
     let mut first_ts: Option<f64> = None;
     let mut rows: u64 = 0;
     let mut frame_count: u64 = 0;
@@ -117,16 +118,16 @@ pub fn write(
     // Rows of requests, for findings about them made at the end.
     let mut request_rows: HashMap<(usize, u64), u64> = HashMap::new();
     let mut title = String::new();
+    // The proxy runs in the dump (rows name their file by its index in the reader's files).
+    let mut runs: Vec<Option<String>> = Vec::new();
 
     while let Some(item) = reader.next_item()? {
         let rec = match item {
             Item::File(info) => {
-                files.push(
-                    info.path
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_else(|| info.path.display().to_string()),
-                );
+                tracker.file(&info);
+                if !runs.contains(&info.run) {
+                    runs.push(info.run.clone());
+                }
                 if title.is_empty() {
                     title = format!(
                         "{} · acp-proxy {} · started {} · agent: {}",
@@ -283,6 +284,19 @@ pub fn write(
         rows,
         findings: findings.len() as u64,
     };
+    if runs.len() > 1 {
+        title = format!("{title} · {} proxy runs", runs.len());
+    }
+    let files: Vec<String> = reader
+        .files
+        .iter()
+        .map(|f| {
+            f.path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| f.path.display().to_string())
+        })
+        .collect();
     let meta = json!({
         "title": title,
         "files": files,

@@ -582,29 +582,35 @@ pub fn emit_case(paths: &[PathBuf], dir: &Path, name: &str) -> anyhow::Result<Pa
     let file =
         std::fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
     let mut out = std::io::BufWriter::new(file);
-    let mut wrote_header = false;
+    let mut last_run: Option<Option<String>> = None;
     while let Some(item) = reader.next_item()? {
         match item {
             Item::File(info) => {
-                if !wrote_header {
-                    wrote_header = true;
-                    let header = serde_json::json!({
-                        "format": crate::dump::FORMAT_NAME,
-                        "version": info.version,
-                        "proxy_version": info.proxy_version,
+                // One header per run (the parts of one run make one).
+                if last_run.as_ref() != Some(&info.run) {
+                    last_run = Some(info.run.clone());
+                    let header = crate::dump::Header {
+                        format: crate::dump::FORMAT_NAME.to_owned(),
+                        version: info.version,
+                        proxy_version: info.proxy_version.clone(),
                         // A case is shared with others: paths are cut to file names.
-                        "agent_command": info.agent_command.iter().map(|a| match a.rsplit_once('/') {
-                            Some((_, name)) => name.to_owned(),
-                            None => a.clone(),
-                        }).collect::<Vec<_>>(),
-                        "started_at": info.started_at,
-                        "redacted": info.redacted,
-                        "run": info.run.clone().unwrap_or_else(|| "case".to_owned()),
-                        "part": 1,
-                        "config": info.config,
-                        "case": {"name": name, "from": info.path.file_name().map(|f| f.to_string_lossy().into_owned())},
-                    });
-                    writeln!(out, "{header}")?;
+                        agent_command: info
+                            .agent_command
+                            .iter()
+                            .map(|a| match a.rsplit_once('/') {
+                                Some((_, name)) => name.to_owned(),
+                                None => a.clone(),
+                            })
+                            .collect(),
+                        started_at: info.started_at.clone(),
+                        redacted: info.redacted,
+                        run: Some(info.run.clone().unwrap_or_else(|| "case".to_owned())),
+                        part: 1,
+                        config: info.config.clone(),
+                        case: Some(serde_json::json!({"name": name,
+                            "from": info.path.file_name().map(|f| f.to_string_lossy().into_owned())})),
+                    };
+                    writeln!(out, "{}", serde_json::to_string(&header)?)?;
                 }
             }
             Item::Record(rec) if rec.dir != Direction::AgentStderr => {

@@ -102,6 +102,9 @@ fn text_hash(s: &str) -> u64 {
 #[derive(Default)]
 pub struct Stats {
     files: Vec<String>,
+    /// Proxy runs read (a run's parts count once).
+    runs: u64,
+    last_run: Option<String>,
     first_ts: Option<f64>,
     last_ts: f64,
     records: u64,
@@ -126,8 +129,16 @@ fn forward_of(input: Direction) -> Direction {
 }
 
 impl Stats {
-    pub fn add_file(&mut self, name: String) {
-        self.files.push(name);
+    /// A file, or a run in it, starts.
+    pub fn add_file(&mut self, name: String, run: Option<String>) {
+        if !self.files.contains(&name) {
+            self.files.push(name);
+        }
+        self.runs += 1;
+        if run.is_some() && run == self.last_run {
+            self.runs -= 1;
+        }
+        self.last_run = run;
     }
 
     pub fn bad_line(&mut self) {
@@ -239,6 +250,7 @@ impl Stats {
         let mut o = String::new();
         let first = self.first_ts.unwrap_or(0.0);
         let _ = writeln!(o, "dump: {}", self.files.join(", "));
+        let _ = writeln!(o, "proxy runs: {}", self.runs);
         if self.records == 0 {
             let _ = writeln!(o, "no records");
         } else {
@@ -464,7 +476,13 @@ pub fn run(reader: &mut Reader, tracker: &mut Tracker) -> anyhow::Result<String>
     let mut stats = Stats::default();
     while let Some(item) = reader.next_item()? {
         match item {
-            Item::File(f) => stats.add_file(format!("{} (part {})", f.path.display(), f.part)),
+            Item::File(f) => {
+                tracker.file(&f);
+                stats.add_file(
+                    format!("{} (part {})", f.path.display(), f.part),
+                    f.run.clone(),
+                );
+            }
             Item::Record(r) => stats.record(&r, tracker),
             Item::Bad(b) => {
                 eprintln!("acp-proxy: {}: {}", reader.position(b.file, b.line), b.why);

@@ -296,7 +296,7 @@ fn dir_color(d: Direction) -> &'static str {
 }
 
 /// One timeline line.
-pub fn line(rec: &Record, m: &Msg, color: bool) -> String {
+pub fn line(rec: &Record, m: &Msg, color: bool, tracker: &Tracker) -> String {
     let id = m.id.as_deref().unwrap_or("");
     let id = if id.chars().count() > 8 {
         format!("{}…", id.chars().take(7).collect::<String>())
@@ -326,8 +326,13 @@ pub fn line(rec: &Record, m: &Msg, color: bool) -> String {
         ("", "", "", "")
     };
     let what_col = format!("{indent}{what}");
+    // A child's work: which subagent (two at once are told apart here, not by tool call ids).
+    let owner = match m.node.and_then(|n| tracker.nodes.get(n)) {
+        Some(node) if m.depth > 0 => format!(" {c_dim}[{}]{reset}", subagent_label(node)),
+        _ => String::new(),
+    };
     format!(
-        "{c_dim}{}{reset} {c_dir}{:<4}{reset} {c_err}{:<5}{reset} {:>8} {:<11} {c_dir}{:<26}{reset} {c_dim}{latency}{reset}{c_err}{}{reset}",
+        "{c_dim}{}{reset} {c_dir}{:<4}{reset} {c_err}{:<5}{reset} {:>8} {:<11} {c_dir}{:<26}{reset} {c_dim}{latency}{reset}{c_err}{}{reset}{owner}",
         clock(rec.ts),
         short_dir(rec.dir),
         m.kind.short(),
@@ -338,6 +343,20 @@ pub fn line(rec: &Record, m: &Msg, color: bool) -> String {
     )
     .trim_end()
     .to_owned()
+}
+
+/// `subagent "Look for TODOs" acpx-…efc0b`: a subagent's title and child session (or spawn).
+pub fn subagent_label(node: &super::annotate::Node) -> String {
+    let title = if node.title.is_empty() {
+        String::new()
+    } else {
+        format!(" \"{}\"", node.title)
+    };
+    match (&node.child, &node.spawn) {
+        (Some(child), _) => format!("subagent{title} {}", short_session(child)),
+        (None, Some(spawn)) => format!("subagent{title} (spawn {spawn})"),
+        (None, None) => format!("subagent{title}"),
+    }
 }
 
 /// Print the timeline (or the matching records) of the dump. Returns the number of
@@ -355,6 +374,7 @@ pub fn run(
     while let Some(item) = reader.next_item()? {
         match item {
             Item::File(info) => {
+                tracker.file(&info);
                 if output == Output::Records {
                     // The output is a dump itself: the tools read it like any other.
                     writeln!(out, "{}", info.raw)?;
@@ -363,8 +383,9 @@ pub fn run(
                     let (dim, reset) = if color { ("\x1b[2m", RESET) } else { ("", "") };
                     writeln!(
                         out,
-                        "{dim}# {} · part {} · acp-proxy {} · started {} · agent: {}{reset}",
+                        "{dim}# {} · run {} · part {} · acp-proxy {} · started {} · agent: {}{reset}",
                         info.path.display(),
+                        info.run.as_deref().unwrap_or("-"),
                         info.part,
                         info.proxy_version,
                         info.started_at,
@@ -386,7 +407,7 @@ pub fn run(
                     }
                     match output {
                         Output::Timeline { color } => {
-                            writeln!(out, "{}", line(&rec, m, color))?;
+                            writeln!(out, "{}", line(&rec, m, color, tracker))?;
                         }
                         Output::Records if !printed_raw => {
                             writeln!(out, "{}", rec.raw)?;

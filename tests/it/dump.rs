@@ -79,7 +79,12 @@ fn dump_has_a_header_and_every_frame_private_raw_and_redacted() {
     let dump = s.p("dump.jsonl");
     // A pure relay, so that every frame's text can be compared at both points of the path.
     let config = s.write("relay.toml", "display = \"off\"\n");
-    let (_proxy, records) = session_with_dump(&s, &["--config", &config, "--dump", &dump], &dump);
+    let (proxy, records) = session_with_dump(&s, &["--config", &config, "--dump", &dump], &dump);
+    let stderr = proxy.stderr();
+    assert!(
+        stderr.contains(&format!("appended to {dump}")) && stderr.contains("run "),
+        "the proxy says where this run's dump goes:\n{stderr}"
+    );
 
     let mode = std::fs::metadata(&dump)
         .expect("dump file")
@@ -241,4 +246,107 @@ fn a_dump_that_falls_behind_records_the_loss_and_never_stalls_the_relay() {
         stderr.contains("traffic dump fell behind"),
         "the loss is reported on stderr:\n{stderr}"
     );
+}
+
+/// `acp-proxy demo -- --dump PATH`, as many at once as `together`; returns their exit codes.
+fn demos(dir: &std::path::Path, dump: &std::path::Path, together: usize) -> Vec<i32> {
+    let children: Vec<_> = (0..together)
+        .map(|_| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_acp-proxy"))
+                .current_dir(dir)
+                .args(["demo", "--", "--dump"])
+                .arg(dump)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("start the demo")
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|mut c| c.wait().expect("demo").code().unwrap_or(-1))
+        .collect()
+}
+
+fn tool(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_acp-proxy"))
+        .args(args)
+        .output()
+        .expect("run acp-proxy");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The runs whose headers are in the dump, in order of their first header.
+fn runs_in(dump: &std::path::Path) -> Vec<String> {
+    let mut runs: Vec<String> = Vec::new();
+    for line in std::fs::read_to_string(dump).expect("dump").lines() {
+        let v: Value = serde_json::from_str(line).expect("every line is JSON");
+        if let Some(run) = v.get("format").and(v["run"].as_str()) {
+            if !runs.iter().any(|r| r == run) {
+                runs.push(run.to_owned());
+            }
+        }
+    }
+    runs
+}
+
+/// Every tool reads every run of the path: the check finds nothing damaged, the replay
+/// reproduces each run, stats and view count and show them all.
+fn every_tool_reads_all_runs(dump: &std::path::Path, runs: usize) {
+    let d = dump.to_string_lossy();
+    let (code, out, err) = tool(&["dump", "check", &d]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        !out.contains("dump-damaged") && !err.contains("could not"),
+        "{out}{err}"
+    );
+    let (code, out, err) = tool(&["replay", "--diff", &d]);
+    assert_eq!(code, 0, "each run replays exactly: {out}{err}");
+    let (code, stats, err) = tool(&["dump", "stats", &d]);
+    assert_eq!(code, 0, "{err}");
+    let has_line = |want: String| stats.lines().any(|l| l.trim_end() == want);
+    assert!(has_line(format!("proxy runs: {runs}")), "{stats}");
+    assert!(
+        stats.contains(&format!("prompt turns: {runs} (end_turn {runs})")),
+        "{stats}"
+    );
+    assert!(has_line(format!("subagents: {}", 2 * runs)), "{stats}");
+    assert!(
+        stats.contains("frames the dump lost: 0; lines that could not be read: 0"),
+        "{stats}"
+    );
+    let (_, view, _) = tool(&["dump", "view", &d]);
+    let headers: Vec<&str> = view.lines().filter(|l| l.starts_with("# ")).collect();
+    assert_eq!(
+        headers.len(),
+        runs,
+        "one header line per run:\n{}",
+        headers.join("\n")
+    );
+}
+
+#[test]
+fn five_runs_one_after_another_on_one_dump_path_keep_all_five() {
+    let s = Scratch::new();
+    let dump = s.dir.path().join("dump.jsonl");
+    for _ in 0..5 {
+        assert_eq!(demos(s.dir.path(), &dump, 1), [0]);
+    }
+    assert_eq!(runs_in(&dump).len(), 5);
+    let mode = std::fs::metadata(&dump).expect("dump").permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "dump mode {mode:o}");
+    every_tool_reads_all_runs(&dump, 5);
+}
+
+#[test]
+fn proxies_running_at_the_same_time_on_one_dump_path_keep_every_run_whole() {
+    let s = Scratch::new();
+    let dump = s.dir.path().join("dump.jsonl");
+    assert_eq!(demos(s.dir.path(), &dump, 3), [0, 0, 0]);
+    assert_eq!(runs_in(&dump).len(), 3);
+    every_tool_reads_all_runs(&dump, 3);
 }

@@ -543,3 +543,163 @@ fn a_report_of_100_000_frames_opens_and_scrolls_to_its_end() {
     );
     assert!(opened < Duration::from_secs(30), "opened in {opened:?}");
 }
+
+/// A session through the proxy (Zed display): a prompt turn whose subagent's events are kept
+/// for its child thread, with agent stderr between the turn's frames, then a `session/load`
+/// whose replay belongs to no turn.
+fn turn_then_load_dump(dir: &Path) -> PathBuf {
+    let update = |session: &str, u: Value| json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId": session, "update": u}});
+    let steps = vec![
+        json!({"expect": "initialize"}),
+        json!({"reply": {"protocolVersion": 1, "agentCapabilities": {"loadSession": true}}}),
+        json!({"expect": "session/new"}),
+        json!({"reply": {"sessionId": "S"}}),
+        json!({"expect": "session/prompt"}),
+        json!({"send": update("S", json!({"sessionUpdate":"tool_call","toolCallId":"toolu_1","title":"Task","status":"pending","rawInput":{"prompt":"look","description":"Look around"},"_meta":{"claudeCode":{"toolName":"Agent"}}}))}),
+        json!({"stderr": "agent log: the subagent starts"}),
+        json!({"sleep_ms": 300}),
+        json!({"send": update("S", json!({"sessionUpdate":"tool_call","toolCallId":"toolu_2","title":"Glob","status":"pending","_meta":{"claudeCode":{"parentToolUseId":"toolu_1","toolName":"Glob"}}}))}),
+        json!({"stderr": "agent log: the subagent works"}),
+        json!({"sleep_ms": 300}),
+        json!({"send": update("S", json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"found it"},"_meta":{"claudeCode":{"parentToolUseId":"toolu_1"}}}))}),
+        json!({"send": update("S", json!({"sessionUpdate":"tool_call_update","toolCallId":"toolu_1","status":"completed"}))}),
+        json!({"reply": {"stopReason": "end_turn"}}),
+        json!({"expect": "session/load"}),
+        json!({"send": update("S", json!({"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"go"}}))}),
+        json!({"send": update("S", json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"replayed answer"}}))}),
+        json!({"reply": {}}),
+    ];
+    let script = dir.join("agent.jsonl");
+    std::fs::write(
+        &script,
+        steps.iter().map(|s| format!("{s}\n")).collect::<String>(),
+    )
+    .expect("script");
+    let cfg = dir.join("proxy.toml");
+    std::fs::write(&cfg, "log_level = \"warn\"\n[store]\npath = \"memory\"\n").expect("config");
+    let dump = dir.join("turn.jsonl");
+    let mut child = Command::new(BIN)
+        .current_dir(dir)
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--dump")
+        .arg(&dump)
+        .args(["--", BIN, "demo-agent", "--script"])
+        .arg(&script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("proxy");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut send = |line: &str| {
+        stdin.write_all(line.as_bytes()).expect("write");
+        stdin.write_all(b"\n").expect("write");
+    };
+    // Each request once the answer to the one before it came.
+    let mut wait_for_answer = |id: u64| loop {
+        let mut line = Vec::new();
+        let n = out.read_until(b'\n', &mut line).expect("read");
+        assert!(n > 0, "the proxy ended before answering {id}");
+        let v: Value = serde_json::from_slice(&line).unwrap_or(Value::Null);
+        if v["id"] == id && v.get("method").is_none() {
+            return;
+        }
+    };
+    send(ZED_INIT);
+    wait_for_answer(0);
+    send(
+        r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}"#,
+    );
+    wait_for_answer(1);
+    send(
+        r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"go"}]}}"#,
+    );
+    wait_for_answer(2);
+    send(
+        r#"{"jsonrpc":"2.0","id":3,"method":"session/load","params":{"sessionId":"S","cwd":"/w","mcpServers":[]}}"#,
+    );
+    wait_for_answer(3);
+    drop(stdin);
+    let mut rest = Vec::new();
+    let _ = out.read_to_end(&mut rest);
+    assert!(child.wait().expect("wait").success());
+    dump
+}
+
+/// The rows and headers in the DOM, top to bottom: `H:` a turn's header, `O:` the header of
+/// rows outside any turn, `R:` a frame's row.
+const LIST: &str = "[...document.querySelectorAll('#spacer .row')].sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top)).map(e => (e.classList.contains('outside') ? 'O:' : e.classList.contains('turnhead') ? 'H:' : 'R:') + e.textContent)";
+
+#[test]
+fn rows_outside_a_turn_are_not_shown_under_it_and_a_withheld_frame_names_its_subagent() {
+    let Some(exe) = chromium() else {
+        return skip_loudly();
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dump = turn_then_load_dump(dir.path());
+    let report = dir.path().join("turn.html");
+    html(&dump, &report);
+    let mut b = Browser::start(&exe);
+    b.open(&report);
+    let list: Vec<String> = serde_json::from_value(b.eval(LIST)).expect("rows");
+    let all = list.join("\n");
+    // One header for the turn, however its rows are interleaved with the agent's stderr.
+    let turn_heads: Vec<usize> = (0..list.len())
+        .filter(|&i| list[i].starts_with("H:") && list[i].contains("Turn 1"))
+        .collect();
+    assert_eq!(turn_heads.len(), 1, "{all}");
+    let stderr_row = list
+        .iter()
+        .position(|l| l.contains("the subagent works"))
+        .expect("the stderr row");
+    let load_row = list
+        .iter()
+        .position(|l| l.starts_with("R:") && l.contains("session/load"))
+        .expect("the session/load row");
+    let outside = list
+        .iter()
+        .position(|l| l.starts_with("O:"))
+        .unwrap_or_else(|| panic!("a header for rows outside any turn:\n{all}"));
+    assert!(
+        turn_heads[0] < stderr_row && stderr_row < outside && outside < load_row,
+        "{all}"
+    );
+
+    // Collapsed, the turn hides all of its rows; the load's rows stay, under their own header.
+    b.click("#spacer .row.turnhead[data-turn='0']");
+    b.wait_for(
+        "![...document.querySelectorAll('#spacer .row')].some(e => e.textContent.includes('the subagent works'))",
+        Duration::from_secs(5),
+    );
+    let list: Vec<String> = serde_json::from_value(b.eval(LIST)).expect("rows");
+    let head = list
+        .iter()
+        .position(|l| l.starts_with("H:") && l.contains("Turn 1"))
+        .expect("the turn's header");
+    assert!(
+        list.get(head + 1).is_some_and(|l| l.starts_with("O:")),
+        "nothing under the collapsed turn: {list:#?}"
+    );
+    assert!(list.iter().any(|l| l.contains("session/load")), "{list:#?}");
+    b.click("#spacer .row.turnhead[data-turn='0']");
+
+    // The subagent's message went to no one but its child thread: the frame says whose.
+    b.wait_for(
+        "[...document.querySelectorAll('#spacer .row.d2')].some(e => e.textContent.includes('found it'))",
+        Duration::from_secs(5),
+    );
+    b.eval("(() => { const r = [...document.querySelectorAll('#spacer .row.d2')].find(e => e.textContent.includes('found it')); r.id = 'child-row'; })()");
+    b.click("#child-row");
+    b.wait_for(
+        "document.getElementById('detail').classList.contains('open')",
+        Duration::from_secs(10),
+    );
+    let withheld = b.eval("document.querySelector('#detail .withheld').textContent");
+    let withheld = withheld.as_str().expect("a withheld note");
+    assert!(
+        withheld.contains("kept for subagent “Task”") && withheld.contains("spawn toolu_1"),
+        "{withheld}"
+    );
+}

@@ -7,6 +7,7 @@
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -433,6 +434,26 @@ fn the_demo_session_with_child_loads_replays_exactly_and_reads_back() {
         "{view}"
     );
     assert!(!view.contains('\x1b'), "no colour when not on a terminal");
+    // Each child's event (kept for its child thread) names its subagent: the two at work at
+    // once are told apart.
+    let row = |needle: &str| {
+        view.lines()
+            .find(|l| l.contains("a→p") && l.contains(needle))
+            .unwrap_or_else(|| panic!("{needle} in:\n{view}"))
+    };
+    assert!(
+        row("Find `*.txt`").ends_with("]")
+            && row("Find `*.txt`").contains("[subagent \"Survey text files\" acpx-"),
+        "{view}"
+    );
+    assert!(
+        row("Search `TODO`").contains("[subagent \"Look for TODOs\" acpx-"),
+        "{view}"
+    );
+    assert!(
+        row("One TODO, in src/main.rs").contains("[subagent \"Look for TODOs\""),
+        "{view}"
+    );
     let (_, colored, _) = tool(&["dump", "view", &d, "--color", "always"]);
     assert!(colored.contains("\x1b[35m"), "colour when asked for");
 
@@ -484,6 +505,18 @@ fn the_demo_session_with_child_loads_replays_exactly_and_reads_back() {
     assert_eq!(code, 0, "{err}");
     let (_, none, _) = tool(&["dump", "view", &d, "--grep", "no such text anywhere"]);
     assert_eq!(none.lines().filter(|l| !l.starts_with('#')).count(), 0);
+
+    // The report holds the frames: it is as private as the dump, even over an older file.
+    let report = dir.path().join("report.html");
+    std::fs::write(&report, "old").expect("write");
+    std::fs::set_permissions(&report, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let (code, _, err) = tool(&["dump", "html", &d, "-o", &report.to_string_lossy()]);
+    assert_eq!(code, 0, "{err}");
+    let mode = std::fs::metadata(&report)
+        .expect("report")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "report mode {mode:o}");
 }
 
 /// A scripted session through the proxy: the client frames are sent in order, each after the
@@ -878,6 +911,84 @@ fn check_finds_each_problem_class_in_a_dump_made_to_contain_it() {
         "{agent_view}"
     );
     assert!(!agent_view.contains("proxy→client"), "{agent_view}");
+}
+
+#[test]
+fn check_says_what_an_odd_frame_is_and_whose_field_it_was() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let agent = vec![
+        json!({"expect": "initialize"}),
+        json!({"reply": {"protocolVersion": 1}}),
+    ];
+    // A client as the ACP linter is: an invalid protocolVersion in the initialize the proxy
+    // adds its opt-ins to, an id past 64 bits, a number no float holds.
+    let client = vec![
+        (
+            0,
+            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"1",
+                "clientCapabilities":{},"clientInfo":{"name":"acplint","version":"0.1.0"}}}),
+        ),
+        (
+            1,
+            Value::String("{\"jsonrpc\":\"2.0\",\"id\":18446744073709551616,\"method\":\"session/new\",\"params\":{\"cwd\":\"/w\",\"mcpServers\":[]}}\n".into()),
+        ),
+        (0, Value::String("{\"id\":1e400}\n".into())),
+    ];
+    let dump = scripted(dir.path(), "[store]\npath = \"memory\"\n", &agent, &client);
+    let findings = check_json(std::slice::from_ref(&dump));
+    let all = findings
+        .iter()
+        .map(|f| f.to_string())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let text = std::fs::read_to_string(&dump).expect("dump");
+    let init_to_agent = text
+        .lines()
+        .position(|l| l.contains("proxy→agent") && l.contains("acplint"))
+        .expect("the initialize reached the agent") as u64
+        + 1;
+    assert!(
+        !text.lines().any(|l| l.contains("proxy→agent")
+            && l.contains("acplint")
+            && l == text
+                .lines()
+                .find(|l| l.contains("client→proxy") && l.contains("acplint"))
+                .unwrap_or("")),
+        "the proxy rewrote the initialize"
+    );
+    let at = |line: u64| findings.iter().filter(move |f| f["line"] == line);
+    assert!(
+        at(init_to_agent).any(|f| f["rule"] == "schema"
+            && f["origin"] == "client"
+            && f["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("as the client sent it"))),
+        "{all}"
+    );
+    assert!(
+        !findings
+            .iter()
+            .any(|f| f["origin"] == "proxy" && f["severity"] == "error"),
+        "nothing is the proxy's fault:\n{all}"
+    );
+    assert!(
+        findings.iter().any(|f| f["rule"] == "jsonrpc"
+            && f["origin"] == "client"
+            && f["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("an integer beyond 64 bits"))),
+        "{all}"
+    );
+    assert!(
+        findings.iter().any(|f| f["rule"] == "not-json"
+            && f["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("is JSON but has a number out of range"))),
+        "{all}"
+    );
+    assert!(!all.contains("not a string, an integer or null"), "{all}");
+    let (_, view, _) = tool(&["dump", "view", &dump.to_string_lossy()]);
+    assert!(view.contains("JSON with a number out of range"), "{view}");
 }
 
 #[test]

@@ -22,8 +22,11 @@ const API_KEY_HEADER: &str = "LEAK7-x-api-key-value";
 const COOKIE: &str = "session=LEAK8-cookie";
 const SSE_TOKEN: &str = "LEAK9-sse-authorization";
 const DB_PASSWORD: &str = "LEAK10-postgres-password";
+const ARG_TOKEN: &str = "sk-live-LEAK11abc123";
+const ARG_API_KEY: &str = "LEAK12-api-key-in-args";
+const ARG_PASSWORD: &str = "LEAK13-password-in-args";
 
-const SECRETS: [&str; 10] = [
+const SECRETS: [&str; 13] = [
     ANTHROPIC_KEY,
     OAUTH_CODE,
     PKCE_VERIFIER,
@@ -34,6 +37,9 @@ const SECRETS: [&str; 10] = [
     COOKIE,
     SSE_TOKEN,
     DB_PASSWORD,
+    ARG_TOKEN,
+    ARG_API_KEY,
+    ARG_PASSWORD,
 ];
 
 fn mcp_servers() -> Value {
@@ -41,6 +47,9 @@ fn mcp_servers() -> Value {
         {"name": "github", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
          "env": [{"name": "GITHUB_PERSONAL_ACCESS_TOKEN", "value": GITHUB_PAT},
                  {"name": "AWS_SECRET_ACCESS_KEY", "value": AWS_SECRET}]},
+        {"name": "search", "command": "search-mcp",
+         "args": ["--token", ARG_TOKEN, format!("--api-key={ARG_API_KEY}"),
+                  format!("--password={ARG_PASSWORD}"), "--verbose"]},
         {"name": "postgres", "command": "pg-mcp", "args": [],
          "env": {"PGPASSWORD": DB_PASSWORD, "PGHOST": "localhost"}},
         {"type": "http", "name": "linear", "url": "https://mcp.linear.app/mcp",
