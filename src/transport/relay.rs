@@ -18,7 +18,6 @@ use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::process::ChildStderr;
-use tokio::signal::unix::{signal, SignalKind};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
@@ -192,10 +191,7 @@ where
         ),
         None => (None, None, None, None),
     };
-    let signals = Signals {
-        interrupt: signal(SignalKind::interrupt())?,
-        terminate: signal(SignalKind::terminate())?,
-    };
+    let signals = crate::platform::stop_signals()?;
     let mut relay = Relay {
         shell,
         signals,
@@ -243,8 +239,7 @@ fn start_agent(
     } = agent;
     let shown = crate::redact::redact_command(command);
     tracing::info!(pid = pgid, command = ?shown, "agent started");
-    let output = stdout
-        .into_owned_fd()
+    let output = pipe::into_pipe_end(stdout)
         .and_then(|fd| AgentOutput::new(fd, LineCodec::batched(max_frame_bytes), READ_BUF))
         .context("cannot read the agent's stdout")?;
     let (stdin, stdin_writer) = Outbox::spawn(stdin, HIGH_WATER);
@@ -293,16 +288,10 @@ struct Stderr {
     eof: bool,
 }
 
-/// The signals that end a session.
-struct Signals {
-    interrupt: tokio::signal::unix::Signal,
-    terminate: tokio::signal::unix::Signal,
-}
-
 /// One session, from the first frame on.
 struct Relay<R> {
     shell: Shell,
-    signals: Signals,
+    signals: crate::platform::StopSignals,
     client_in: FramedRead<R, LineCodec>,
     out: Outputs,
     client_writer: JoinHandle<std::io::Result<()>>,
@@ -414,14 +403,14 @@ impl<R: AsyncRead + Unpin> Relay<R> {
                     }
                 }
                 _ = sleep_until(tick_at) => self.shell.tick(&self.out),
-                _ = self.signals.interrupt.recv(), if self.ending == Ending::Running => self.ending = Ending::Signal(libc::SIGINT),
-                _ = self.signals.terminate.recv(), if self.ending == Ending::Running => self.ending = Ending::Signal(libc::SIGTERM),
+                _ = self.signals.interrupt.recv(), if self.ending == Ending::Running => self.ending = Ending::Signal(crate::platform::SIGINT),
+                _ = self.signals.terminate.recv(), if self.ending == Ending::Running => self.ending = Ending::Signal(crate::platform::SIGTERM),
                 _ = sleep_until(escalate_at) => {
                     if let Some(p) = &mut self.process {
                         if let Some((_, sig)) = p.escalation {
                             tracing::debug!(sig, "agent still running after the client left: signalling its group");
                             agent_process::signal_group(p.pgid, sig);
-                            p.escalation = (sig == libc::SIGTERM).then(|| (Instant::now() + term_grace, libc::SIGKILL));
+                            p.escalation = (sig == crate::platform::SIGTERM).then(|| (Instant::now() + term_grace, crate::platform::SIGKILL));
                         }
                     }
                 }
@@ -434,8 +423,10 @@ impl<R: AsyncRead + Unpin> Relay<R> {
                 // Closing the agent's stdin is the polite way to end; signals follow if needed.
                 self.out.agent = None;
                 if let Some(p) = &mut self.process {
-                    p.escalation =
-                        Some((Instant::now() + self.shutdown.stdin_grace(), libc::SIGTERM));
+                    p.escalation = Some((
+                        Instant::now() + self.shutdown.stdin_grace(),
+                        crate::platform::SIGTERM,
+                    ));
                 }
             }
         }
@@ -606,8 +597,7 @@ async fn drain_stderr(stderr: &mut Stderr, shell: &Shell) {
 }
 
 fn agent_exit_code(status: &ExitStatus) -> ExitCode {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
+    match (status.code(), crate::platform::exit_signal(status)) {
         (Some(0), _) => 1,
         (Some(c), _) => c,
         (None, Some(sig)) => 128 + sig,
