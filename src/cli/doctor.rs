@@ -107,6 +107,7 @@ pub(crate) fn run(args: DoctorArgs, overrides: Overrides<'_>) -> anyhow::Result<
         None => format!("-- {}", shell_line(&command)),
     };
     let mut report = Report::default();
+    report_platform(&mut report);
     let Some(cfg) = check_config(&mut report, overrides) else {
         return Ok(finish(&report, &setup_args));
     };
@@ -146,6 +147,26 @@ fn finish(report: &Report, setup_args: &str) -> i32 {
     };
     say!("Ready for Zed{warned}. Add it with: acp-proxy setup zed --write {setup_args}");
     0
+}
+
+/// The platform as built, and where Zed's settings are on it (docs/platforms.md).
+fn report_platform(report: &mut Report) {
+    report.line(
+        Level::Info,
+        "platform",
+        format!("{} {}", acp_proxy::platform::name(), std::env::consts::ARCH),
+    );
+    match super::zed_settings::default_path() {
+        Some(p) => report.line(Level::Info, "Zed settings", p.display().to_string()),
+        None => report.line(
+            Level::Info,
+            "Zed settings",
+            format!(
+                "unknown ({})",
+                acp_proxy::platform::paths::Os::CURRENT.config_vars()
+            ),
+        ),
+    }
 }
 
 fn check_config(report: &mut Report, overrides: Overrides<'_>) -> Option<Config> {
