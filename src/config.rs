@@ -312,33 +312,19 @@ impl std::fmt::Display for ConfigSource {
             }
             ConfigSource::Defaults { user: None } => write!(
                 f,
-                "built-in defaults (neither XDG_CONFIG_HOME nor HOME is set)"
+                "built-in defaults ({})",
+                crate::platform::paths::Os::CURRENT.config_vars()
             ),
         }
     }
 }
 
-/// `$XDG_CONFIG_HOME/acp-proxy/proxy.toml`, or `~/.config/acp-proxy/proxy.toml`.
+/// `proxy.toml` in the platform's config folder: `$XDG_CONFIG_HOME/acp-proxy/`, else
+/// `~/.config/acp-proxy/` (Linux, macOS); `%APPDATA%\acp-proxy\` (Windows). See
+/// [`crate::platform::paths`].
 pub fn user_config_path() -> Option<PathBuf> {
-    config_path(
-        std::env::var_os("XDG_CONFIG_HOME"),
-        std::env::var_os("HOME"),
-    )
-}
-
-fn config_path(
-    xdg_config_home: Option<std::ffi::OsString>,
-    home: Option<std::ffi::OsString>,
-) -> Option<PathBuf> {
-    let base = match xdg_config_home
-        .map(PathBuf::from)
-        // The XDG spec: a relative value is invalid and must be ignored.
-        .filter(|p| p.is_absolute())
-    {
-        Some(dir) => dir,
-        None => PathBuf::from(home.filter(|h| !h.is_empty())?).join(".config"),
-    };
-    Some(base.join("acp-proxy").join("proxy.toml"))
+    use crate::platform::paths::{proxy_config_dir, Env, Os};
+    proxy_config_dir(Os::CURRENT, &Env::current()).map(|d| d.join("proxy.toml"))
 }
 
 /// If the working directory holds a `proxy.toml` that is not the config in effect, a notice
@@ -410,27 +396,6 @@ mod tests {
             .expect_err("too small")
             .to_string();
         assert!(e.contains("max_frame_bytes"), "{e}");
-    }
-
-    #[test]
-    fn the_user_config_path_follows_xdg() {
-        let p =
-            |x: Option<&str>, h: Option<&str>| config_path(x.map(Into::into), h.map(Into::into));
-        let at = |s: &str| Some(PathBuf::from(s));
-        assert_eq!(
-            p(Some("/cfg"), Some("/home/u")),
-            at("/cfg/acp-proxy/proxy.toml")
-        );
-        assert_eq!(
-            p(Some("relative"), Some("/home/u")),
-            at("/home/u/.config/acp-proxy/proxy.toml")
-        );
-        assert_eq!(
-            p(None, Some("/home/u")),
-            at("/home/u/.config/acp-proxy/proxy.toml")
-        );
-        assert_eq!(p(None, Some("")), None);
-        assert_eq!(p(None, None), None);
     }
 
     #[test]

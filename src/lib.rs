@@ -12,6 +12,8 @@ pub mod config;
 pub mod dump;
 pub mod dump_tools;
 pub mod engine;
+#[allow(unsafe_code)] // system calls the std library and rustix do not offer
+pub mod platform;
 mod redact;
 pub mod store;
 pub mod subagents;

@@ -1,5 +1,8 @@
 //! `acp-proxy`: command-line entry.
 
+// System calls belong to the library's platform layer (`acp_proxy::platform`).
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -484,7 +487,8 @@ fn init_tracing(level: &str) -> anyhow::Result<tracing_appender::non_blocking::W
 }
 
 fn run_proxy(cfg: Config, agent: Vec<String>, demo_agent: bool) -> anyhow::Result<i32> {
-    keep_read_buffers_mapped();
+    // Larger heap blocks for the relay's read buffers, where the allocator allows it.
+    acp_proxy::platform::keep_read_buffers_mapped();
     // A pure relay keeps nothing; otherwise child transcripts go to the durable store, or
     // to memory (with a warning) if it cannot be used.
     let store = (cfg.display != acp_proxy::engine::SubagentDisplay::Off).then(|| {
@@ -528,18 +532,4 @@ fn run_proxy(cfg: Config, agent: Vec<String>, demo_agent: bool) -> anyhow::Resul
     // Dropping the last handle waits for the writer to commit what is queued.
     drop(store);
     result
-}
-
-/// The relay reads the agent's output into 1 MiB buffers that are freed once written on. By
-/// default glibc serves blocks that size with `mmap` at first and gives freed memory back to
-/// the kernel, so every new buffer is faulted in page by page again (a fifth of the pure
-/// relay's time in a profile). Keeping blocks up to 8 MiB on the heap and trimming only past
-/// 64 MiB of free memory lets buffers be reused as they are; peak memory is unchanged.
-fn keep_read_buffers_mapped() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes allocator thresholds; called before the relay allocates.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 8 << 20);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 64 << 20);
-    }
 }

@@ -4,25 +4,48 @@
 //! The binary plays every part: `run` is the measuring client and orchestrator, `agent` is the
 //! agent it (or the relay under test) spawns, `gen` writes a traffic stream.
 
+// The harness measures pipes and processes with Unix calls (docs/platforms.md).
+#[cfg(not(unix))]
+fn main() -> std::process::ExitCode {
+    eprintln!("acp-bench runs on Unix only");
+    std::process::ExitCode::from(2)
+}
+
+#[cfg(unix)]
 mod agent;
+#[cfg(unix)]
 mod bound;
+#[cfg(unix)]
 mod client;
+#[cfg(unix)]
 mod engine_only;
+#[cfg(unix)]
 mod gen;
+#[cfg(unix)]
 mod mapped;
+#[cfg(unix)]
 mod wire;
 
+#[cfg(unix)]
 use std::collections::BTreeMap;
+#[cfg(unix)]
 use std::path::PathBuf;
+#[cfg(unix)]
 use std::process::ExitCode;
+#[cfg(unix)]
 use std::time::Duration;
 
+#[cfg(unix)]
 use anyhow::{bail, Context};
+#[cfg(unix)]
 use clap::{Parser, Subcommand};
 
+#[cfg(unix)]
 use client::{Env, Outcome, Relay, Work};
+#[cfg(unix)]
 use gen::Profile;
 
+#[cfg(unix)]
 #[derive(Parser, Debug)]
 #[command(
     name = "acp-bench",
@@ -33,6 +56,7 @@ struct Cli {
     command: Cmd,
 }
 
+#[cfg(unix)]
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// Measure every configuration and print the tables.
@@ -82,6 +106,7 @@ enum Cmd {
     },
 }
 
+#[cfg(unix)]
 #[derive(clap::Args, Debug)]
 struct RunArgs {
     /// A few MiB, two repetitions: proves the harness works (CI).
@@ -130,9 +155,11 @@ struct RunArgs {
 }
 
 /// A debug build (the bench and, next to it, the proxy): its numbers mean nothing for speed.
+#[cfg(unix)]
 const DEBUG_BUILD: bool = cfg!(debug_assertions);
 
 /// A target's verdict: met or missed, or not judged at all in a debug build.
+#[cfg(unix)]
 fn mark(ok: bool) -> &'static str {
     match (DEBUG_BUILD, ok) {
         (true, _) => "not judged (debug build)",
@@ -141,6 +168,7 @@ fn mark(ok: bool) -> &'static str {
     }
 }
 
+#[cfg(unix)]
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -194,6 +222,7 @@ fn main() -> ExitCode {
     }
 }
 
+#[cfg(unix)]
 fn parse_size(s: &str) -> anyhow::Result<u64> {
     let s = s.trim();
     let (num, mult) = match s.chars().last() {
@@ -208,17 +237,20 @@ fn parse_size(s: &str) -> anyhow::Result<u64> {
     Ok((n * mult as f64) as u64)
 }
 
+#[cfg(unix)]
 fn timeout_for(bytes: u64) -> Duration {
     // Generous: only a stalled relay should ever hit it.
     Duration::from_secs(60 + bytes / (5 << 20))
 }
 
+#[cfg(unix)]
 struct Stats {
     med: f64,
     min: f64,
     max: f64,
 }
 
+#[cfg(unix)]
 fn stats(v: &[f64]) -> Option<Stats> {
     if v.is_empty() {
         return None;
@@ -238,6 +270,7 @@ fn stats(v: &[f64]) -> Option<Stats> {
     })
 }
 
+#[cfg(unix)]
 fn fmt_stats(v: &[f64], prec: usize) -> String {
     match stats(v) {
         Some(s) if v.len() > 1 => format!("{:.p$} ({:.p$}–{:.p$})", s.med, s.min, s.max, p = prec),
@@ -246,6 +279,7 @@ fn fmt_stats(v: &[f64], prec: usize) -> String {
     }
 }
 
+#[cfg(unix)]
 fn pct(sorted: &[u64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
@@ -254,6 +288,7 @@ fn pct(sorted: &[u64], p: f64) -> f64 {
     sorted[i] as f64
 }
 
+#[cfg(unix)]
 fn env(args: &RunArgs) -> anyhow::Result<Env> {
     let bench_exe = std::env::current_exe().context("cannot locate the acp-bench binary")?;
     let proxy_exe = match &args.proxy {
@@ -287,15 +322,18 @@ fn env(args: &RunArgs) -> anyhow::Result<Env> {
     })
 }
 
+#[cfg(unix)]
 /// Removes this invocation's stores when it ends, however it ends.
 struct RemoveStores(PathBuf);
 
+#[cfg(unix)]
 impl Drop for RemoveStores {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
+#[cfg(unix)]
 fn run(args: RunArgs) -> anyhow::Result<()> {
     let env = env(&args)?;
     let _stores = RemoveStores(env.stores.clone());
@@ -522,6 +560,7 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+#[cfg(unix)]
 /// What the relays made of progress floods: frames the client got for the agent's, and what
 /// the store took on disk.
 fn flood_table(
@@ -562,6 +601,7 @@ fn flood_table(
     }
 }
 
+#[cfg(unix)]
 fn human(bytes: u64) -> String {
     if bytes >= 1 << 30 {
         format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
@@ -570,6 +610,7 @@ fn human(bytes: u64) -> String {
     }
 }
 
+#[cfg(unix)]
 /// Peak RSS for short vs long streams and few vs many finished subagents.
 fn memory(args: &RunArgs, env: &Env, relays: &[Relay]) -> anyhow::Result<()> {
     let (small, large) = if args.quick {

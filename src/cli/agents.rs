@@ -161,8 +161,7 @@ fn find_program_in(program: &str, path: Option<&std::ffi::OsStr>) -> Option<Path
 }
 
 fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    acp_proxy::platform::is_executable(path)
 }
 
 #[cfg(test)]
@@ -276,6 +275,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)] // executable bits; Windows goes by PATHEXT
     fn programs_are_found_on_path() {
         let dir = tempfile::tempdir().expect("tempdir");
         let exe = dir.path().join("fake-agent");

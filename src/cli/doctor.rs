@@ -120,6 +120,7 @@ pub(crate) fn run(args: DoctorArgs, overrides: Overrides<'_>) -> anyhow::Result<
         None => Some(format!("-- {}", shell_line(&command))),
     };
     let mut report = Report::default();
+    report_platform(&mut report);
     let Some(cfg) = check_config(&mut report, overrides) else {
         return Ok(finish(&report, setup_args.as_deref()));
     };
@@ -167,6 +168,26 @@ fn finish(report: &Report, setup_args: Option<&str>) -> i32 {
         ),
     }
     0
+}
+
+/// The platform as built, and where Zed's settings are on it (docs/platforms.md).
+fn report_platform(report: &mut Report) {
+    report.line(
+        Level::Info,
+        "platform",
+        format!("{} {}", acp_proxy::platform::name(), std::env::consts::ARCH),
+    );
+    match super::zed_settings::default_path() {
+        Some(p) => report.line(Level::Info, "Zed settings", p.display().to_string()),
+        None => report.line(
+            Level::Info,
+            "Zed settings",
+            format!(
+                "unknown ({})",
+                acp_proxy::platform::paths::Os::CURRENT.config_vars()
+            ),
+        ),
+    }
 }
 
 fn check_config(report: &mut Report, overrides: Overrides<'_>) -> Option<Config> {

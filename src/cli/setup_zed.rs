@@ -80,10 +80,12 @@ pub(crate) fn run(target: SetupTarget, config: Option<&Path>) -> anyhow::Result<
     let entry = entry(&command, config)?;
     let settings = match &args.settings {
         Some(p) => p.clone(),
-        None => zed_settings::default_path().context(
-            "cannot tell where Zed's settings are (neither XDG_CONFIG_HOME nor HOME is set): \
-             give the file with --settings PATH",
-        )?,
+        None => zed_settings::default_path().with_context(|| {
+            format!(
+                "cannot tell where Zed's settings are ({}): give the file with --settings PATH",
+                acp_proxy::platform::paths::Os::CURRENT.config_vars()
+            )
+        })?,
     };
     if args.write {
         write_entry(&settings, &name, &entry)?;

@@ -4,7 +4,6 @@
 //! concrete syntax tree that holds every comment and blank, so only the entry's own text
 //! changes; everything else the user wrote stays byte for byte.
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 
 use jsonc_parser::cst::{CstInputValue, CstObject, CstRootNode};
@@ -14,33 +13,11 @@ use serde_json::Value;
 /// Zed's user settings file, as Zed's `paths` crate finds it: on Linux
 /// `$FLATPAK_XDG_CONFIG_HOME/zed/settings.json` inside a Flatpak, else
 /// `$XDG_CONFIG_HOME/zed/settings.json` (an absolute value only), else
-/// `~/.config/zed/settings.json`; on macOS always `~/.config/zed/settings.json`.
+/// `~/.config/zed/settings.json`; on macOS always `~/.config/zed/settings.json`; on Windows
+/// `%APPDATA%\Zed\settings.json` ([`acp_proxy::platform::paths`]).
 pub(crate) fn default_path() -> Option<PathBuf> {
-    let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
-    path_from(
-        cfg!(target_os = "linux"),
-        var("FLATPAK_XDG_CONFIG_HOME"),
-        var("XDG_CONFIG_HOME"),
-        var("HOME"),
-    )
-}
-
-fn path_from(
-    linux: bool,
-    flatpak_config: Option<OsString>,
-    xdg_config: Option<OsString>,
-    home: Option<OsString>,
-) -> Option<PathBuf> {
-    let home_config = || home.map(|h| PathBuf::from(h).join(".config"));
-    let config = if linux {
-        flatpak_config
-            .map(PathBuf::from)
-            .or_else(|| xdg_config.map(PathBuf::from).filter(|p| p.is_absolute()))
-            .or_else(home_config)?
-    } else {
-        home_config()?
-    };
-    Some(config.join("zed").join("settings.json"))
+    use acp_proxy::platform::paths::{zed_config_dir, Env, Os};
+    zed_config_dir(Os::CURRENT, &Env::current()).map(|d| d.join("settings.json"))
 }
 
 /// What a merge found or did.
@@ -258,29 +235,6 @@ mod tests {
     }
 
     const NAME: &str = "Claude (subagents)";
-
-    #[test]
-    fn settings_path_follows_zed() {
-        let s = |v: &str| Some(OsString::from(v));
-        let p = |v: &str| Some(PathBuf::from(v));
-        assert_eq!(
-            path_from(true, None, s("/x/cfg"), s("/home/u")),
-            p("/x/cfg/zed/settings.json")
-        );
-        assert_eq!(
-            path_from(true, None, s("relative"), s("/home/u")),
-            p("/home/u/.config/zed/settings.json")
-        );
-        assert_eq!(
-            path_from(true, s("/flat"), s("/x/cfg"), s("/home/u")),
-            p("/flat/zed/settings.json")
-        );
-        assert_eq!(
-            path_from(false, None, s("/x/cfg"), s("/home/u")),
-            p("/home/u/.config/zed/settings.json")
-        );
-        assert_eq!(path_from(true, None, None, None), None);
-    }
 
     #[test]
     fn a_new_file_gets_the_entry() {

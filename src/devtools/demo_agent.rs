@@ -220,10 +220,13 @@ fn run_script(steps: &[Value]) -> Result<()> {
                 out.flush()?;
             }
             "ignore_sigterm" => {
+                #[cfg(unix)]
                 // SAFETY: installing SIG_IGN has no preconditions.
                 unsafe {
                     libc::signal(libc::SIGTERM, libc::SIG_IGN);
                 }
+                #[cfg(not(unix))]
+                anyhow::bail!("ignore_sigterm: Unix only");
             }
             "spawn" => {
                 let argv: Vec<String> =
@@ -236,10 +239,13 @@ fn run_script(steps: &[Value]) -> Result<()> {
             }
             "close_stdout" => {
                 out.flush()?;
+                #[cfg(unix)]
                 // SAFETY: closing our own stdout; later writes fail with EBADF, which is the point.
                 unsafe {
                     libc::close(libc::STDOUT_FILENO);
                 }
+                #[cfg(not(unix))]
+                anyhow::bail!("close_stdout: Unix only");
             }
             "wait_eof" => while input.next_line().is_some() {},
             "hang" => loop {

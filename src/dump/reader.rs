@@ -236,8 +236,7 @@ pub struct Reader {
 }
 
 fn inode_of(meta: &std::fs::Metadata) -> u64 {
-    use std::os::unix::fs::MetadataExt;
-    meta.ino()
+    crate::platform::file_identity(meta)
 }
 
 fn open_file(path: &Path) -> Result<(BufReader<File>, FileInfo, u64, u64), ReadError> {

@@ -719,15 +719,15 @@ pub fn open_append_private(path: &Path) -> std::io::Result<std::fs::File> {
 
 /// Create (or truncate) a file readable and writable by the owner only.
 pub fn create_private(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
+    let file = crate::platform::private_file(
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true),
+    )
+    .open(path)?;
     // An existing file keeps its old mode on open: tighten it.
-    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    crate::platform::make_private(&file)?;
     Ok(file)
 }
 

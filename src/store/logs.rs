@@ -19,7 +19,6 @@ use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::hash::BuildHasher;
 use std::io::{self, Read};
-use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -175,17 +174,15 @@ fn open_file<'c>(
             open.clear();
         }
         if !dir.is_dir() {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)?;
+            crate::platform::create_private_dir_all(dir)?;
         }
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(path)?;
+        let file = crate::platform::private_file(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false),
+        )
+        .open(path)?;
         open.insert(name.to_owned(), file);
     }
     open.get(name)
@@ -250,7 +247,7 @@ impl LogWriter {
             if file.metadata()?.len() != at {
                 file.set_len(at)?;
             }
-            file.write_all_at(&self.buf, at)
+            crate::platform::write_all_at(file, &self.buf, at)
         });
         if let Err(e) = result {
             // The next attempt opens the file afresh.

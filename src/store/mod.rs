@@ -93,8 +93,8 @@ pub struct PruneReport {
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error(
-        "cannot place the store: neither XDG_STATE_HOME nor HOME is set (set one, or give \
-         --store PATH or [store] path)"
+        "cannot place the store: {} (set it, or give --store PATH or [store] path)",
+        crate::platform::paths::Os::CURRENT.state_vars()
     )]
     NoStateDir,
     #[error("cannot create store directory {path}: {source}")]
@@ -827,43 +827,35 @@ fn disk_bytes(path: &Path) -> Option<u64> {
 /// Create the missing parent directories (0700) and the file (0600); tighten an existing
 /// file (and its WAL files) to 0600.
 fn prepare_file(path: &Path) -> Result<(), StoreError> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+    use crate::platform::{create_private_dir_all, make_private, private_file};
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         if !dir.exists() {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .map_err(|source| StoreError::CreateDir {
-                    path: dir.to_owned(),
-                    source,
-                })?;
+            create_private_dir_all(dir).map_err(|source| StoreError::CreateDir {
+                path: dir.to_owned(),
+                source,
+            })?;
         }
     }
     let create_err = |source| StoreError::CreateFile {
         path: path.to_owned(),
         source,
     };
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(path)
-        .map_err(create_err)?;
-    file.set_permissions(std::fs::Permissions::from_mode(0o600))
-        .map_err(create_err)?;
+    let file = private_file(
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false),
+    )
+    .open(path)
+    .map_err(create_err)?;
+    make_private(&file).map_err(create_err)?;
     // SQLite creates the -wal and -shm files with the database's mode; older ones may be
     // looser.
     for suffix in ["-wal", "-shm"] {
         let mut side = path.as_os_str().to_owned();
         side.push(suffix);
-        if let Ok(meta) = std::fs::metadata(&side) {
-            if meta.permissions().mode() & 0o077 != 0 {
-                let _ = std::fs::set_permissions(&side, std::fs::Permissions::from_mode(0o600));
-            }
-        }
+        crate::platform::tighten_to_private(Path::new(&side));
     }
     Ok(())
 }

@@ -9,7 +9,6 @@
 //! ```
 
 use std::convert::Infallible;
-use std::ffi::OsString;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
@@ -111,24 +110,14 @@ impl Default for StoreConfig {
     }
 }
 
-/// `$XDG_STATE_HOME/acp-proxy/store.sqlite3`, else `~/.local/state/acp-proxy/store.sqlite3`.
+/// `store.sqlite3` in the platform's state folder: `$XDG_STATE_HOME/acp-proxy/`, else
+/// `~/.local/state/acp-proxy/` (Linux) or `~/Library/Application Support/acp-proxy/` (macOS);
+/// `%LOCALAPPDATA%\acp-proxy\` (Windows). See [`crate::platform::paths`].
 pub fn default_path() -> Result<PathBuf, StoreError> {
-    state_path(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"))
+    use crate::platform::paths::{proxy_state_dir, Env, Os};
+    proxy_state_dir(Os::CURRENT, &Env::current())
+        .map(|d| d.join("store.sqlite3"))
         .ok_or(StoreError::NoStateDir)
-}
-
-fn state_path(xdg_state_home: Option<OsString>, home: Option<OsString>) -> Option<PathBuf> {
-    let base = match xdg_state_home
-        .map(PathBuf::from)
-        // The XDG spec: a relative value is invalid and must be ignored.
-        .filter(|p| p.is_absolute())
-    {
-        Some(dir) => dir,
-        None => PathBuf::from(home.filter(|h| !h.is_empty())?)
-            .join(".local")
-            .join("state"),
-    };
-    Some(base.join("acp-proxy").join("store.sqlite3"))
 }
 
 fn de_location<'de, D: Deserializer<'de>>(d: D) -> Result<Option<StoreLocation>, D::Error> {
@@ -159,29 +148,6 @@ fn de_queue_ops<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn default_path_follows_xdg() {
-        let p = |x: Option<&str>, h: Option<&str>| state_path(x.map(Into::into), h.map(Into::into));
-        assert_eq!(
-            p(Some("/state"), Some("/home/u")),
-            Some(PathBuf::from("/state/acp-proxy/store.sqlite3"))
-        );
-        assert_eq!(
-            p(Some("relative"), Some("/home/u")),
-            Some(PathBuf::from(
-                "/home/u/.local/state/acp-proxy/store.sqlite3"
-            ))
-        );
-        assert_eq!(
-            p(None, Some("/home/u")),
-            Some(PathBuf::from(
-                "/home/u/.local/state/acp-proxy/store.sqlite3"
-            ))
-        );
-        assert_eq!(p(None, Some("")), None);
-        assert_eq!(p(None, None), None);
-    }
 
     #[test]
     fn location_spellings() {

@@ -1,5 +1,6 @@
 //! Store behaviour through its public API (plus a test hook into the writer).
 
+#[cfg(unix)]
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
@@ -326,6 +327,7 @@ fn children_of_lists_only_that_parent() {
     assert_eq!(ids, ["x1", "x2"]);
 }
 
+#[cfg(unix)] // modes; on Windows the profile's access list (docs/platforms.md)
 #[test]
 fn new_files_and_directories_are_private() {
     let dir = tempfile::tempdir().expect("tempdir");

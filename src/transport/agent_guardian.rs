@@ -16,14 +16,22 @@
 //! The guardian runs `acp-proxy agent-guardian` (the proxy's own binary, a hidden subcommand),
 //! in a process group of its own (a signal to the proxy's group must not take it along) with
 //! its stdout and stderr on /dev/null (it must not hold the editor's pipes open), and renames
-//! itself `acp-guardian`, so `killall acp-proxy` leaves it to clean up after the proxies.
+//! itself `acp-guardian` on Linux, so `killall acp-proxy` leaves it to clean up after the
+//! proxies.
+//!
+//! On Windows there is no guardian process: the agent runs in a job object that the system
+//! closes, killing every process in it, when the proxy dies ([`crate::platform`]). The
+//! [`Guardian`] handle is the same.
 
+#[cfg(unix)]
 use std::io::Read;
-use std::os::fd::{FromRawFd, OwnedFd};
-use std::path::PathBuf;
+#[cfg(unix)]
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(unix)]
+use std::time::Instant;
 
+#[cfg(unix)]
 use super::agent_process::{group_alive, signal_group};
 use super::relay::ShutdownConfig;
 
@@ -31,20 +39,44 @@ use super::relay::ShutdownConfig;
 pub const SUBCOMMAND: &str = "agent-guardian";
 
 /// How often the guardian looks whether the group is gone.
+#[cfg(unix)]
 const POLL: Duration = Duration::from_millis(20);
 
 /// The proxy's handle on a running guardian.
+#[cfg(unix)]
 pub struct Guardian {
     /// The write end of the pipe; closing it (by exiting) tells the guardian to act.
     pipe: std::fs::File,
     child: tokio::process::Child,
 }
 
+/// The proxy's handle on the agent's job object, which the system closes when the proxy dies.
+#[cfg(windows)]
+pub struct Guardian {
+    job: crate::platform::AgentJob,
+}
+
+#[cfg(windows)]
+impl Guardian {
+    /// Put the agent (process id `pgid`) and what it starts from now on into a job object.
+    pub fn start(pgid: i32, _shutdown: &ShutdownConfig) -> std::io::Result<Guardian> {
+        Ok(Guardian {
+            job: crate::platform::AgentJob::assign(pgid)?,
+        })
+    }
+
+    /// The proxy has stopped the agent itself: closing the job ends whatever is left in it.
+    pub async fn stand_down(self) {
+        drop(self.job);
+    }
+}
+
+#[cfg(unix)]
 impl Guardian {
     /// Start a guardian for the agent's process group `pgid`.
     pub fn start(pgid: i32, shutdown: &ShutdownConfig) -> std::io::Result<Guardian> {
-        let (read, write) = cloexec_pipe()?;
-        let child = tokio::process::Command::new(own_binary())
+        let (read, write) = crate::platform::cloexec_pipe()?;
+        let child = tokio::process::Command::new(crate::platform::own_binary()?)
             .arg(SUBCOMMAND)
             .arg(pgid.to_string())
             .arg(shutdown.stdin_grace_ms.to_string())
@@ -79,38 +111,18 @@ impl Guardian {
     }
 }
 
-/// The proxy's binary. `/proc/self/exe` still works when the file was replaced or deleted
-/// (an upgrade while the proxy runs); the path is preferred where it exists, since under a
-/// tool such as valgrind `/proc/self/exe` is the tool.
-fn own_binary() -> PathBuf {
-    match std::env::current_exe() {
-        Ok(path) if path.exists() => path,
-        _ => PathBuf::from("/proc/self/exe"),
-    }
-}
-
-/// A pipe whose two ends are closed on exec, so no process the proxy starts inherits the
-/// write end (which would keep the guardian from ever seeing end-of-file).
-fn cloexec_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: pipe2 succeeded, so both descriptors are open and owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+/// The guardian process (Windows has none: exit status 2 there). Waits until the proxy is
+/// gone, then stops the group. Exit status 0.
+#[cfg(windows)]
+pub fn run(_pgid: i32, _stdin_grace: Duration, _term_grace: Duration) -> i32 {
+    eprintln!("acp-proxy: the agent guardian is not used on Windows (a job object does its work)");
+    2
 }
 
 /// The guardian process: wait until the proxy is gone, then stop the group. Exit status 0.
+#[cfg(unix)]
 pub fn run(pgid: i32, stdin_grace: Duration, term_grace: Duration) -> i32 {
-    // SAFETY: installing SIG_IGN and naming the calling thread have no preconditions.
-    unsafe {
-        // A terminal's hang-up or Ctrl-C is for the proxy; the guardian stays to clean up.
-        libc::signal(libc::SIGHUP, libc::SIG_IGN);
-        libc::signal(libc::SIGINT, libc::SIG_IGN);
-        #[cfg(target_os = "linux")]
-        libc::prctl(libc::PR_SET_NAME, c"acp-guardian".as_ptr());
-    }
+    crate::platform::detach_from_terminal_signals(c"acp-guardian");
     let mut byte = [0u8; 1];
     let mut stdin = std::io::stdin().lock();
     loop {
@@ -129,18 +141,20 @@ pub fn run(pgid: i32, stdin_grace: Duration, term_grace: Duration) -> i32 {
 }
 
 /// The proxy's own escalation after its client left: wait, SIGTERM, wait, SIGKILL.
+#[cfg(unix)]
 fn stop_group(pgid: i32, stdin_grace: Duration, term_grace: Duration) {
     if wait_gone(pgid, stdin_grace) {
         return;
     }
-    signal_group(pgid, libc::SIGTERM);
+    signal_group(pgid, crate::platform::SIGTERM);
     if wait_gone(pgid, term_grace) {
         return;
     }
-    signal_group(pgid, libc::SIGKILL);
+    signal_group(pgid, crate::platform::SIGKILL);
 }
 
 /// Whether the group is gone within `limit`.
+#[cfg(unix)]
 fn wait_gone(pgid: i32, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
     loop {

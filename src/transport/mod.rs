@@ -5,14 +5,14 @@
 //! which feeds the engine and carries out its actions; chain mode is a layer inside it, not a
 //! loop of its own.
 
-#[allow(unsafe_code)] // a close-on-exec pipe, signal dispositions and the process name
 pub mod agent_guardian;
-#[allow(unsafe_code)] // signals to the agent's process group
 pub mod agent_process;
 pub(crate) mod agent_reader;
 pub mod framing;
 pub(crate) mod outbox;
+// The Unix one polls the descriptors itself; the Windows one uses tokio's pipes.
 #[allow(unsafe_code)] // reads, writes and flags of the descriptors the relay polls
+#[cfg_attr(windows, path = "pipe_windows.rs")]
 pub(crate) mod pipe;
 pub mod relay;
 mod shell;

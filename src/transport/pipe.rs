@@ -8,6 +8,8 @@
 //! keeps tokio's blocking implementation: non-blocking mode on a shared terminal would leak into
 //! the shell, and epoll does not accept regular files. The original file status flags are put
 //! back when the wrapper is dropped.
+//!
+//! This is the Unix implementation; `pipe_windows.rs` is the Windows one (tokio's own pipes).
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -35,31 +37,18 @@ pub(crate) fn stdout() -> Box<dyn AsyncWrite + Unpin + Send> {
     }
 }
 
-/// Capacity asked for the pipes that carry the agent's output (Linux's default is 64 KiB).
-const PIPE_CAPACITY: libc::c_int = 1024 * 1024;
-
-/// Ask the kernel for a larger buffer on a pipe that carries bulk traffic. With the default
-/// 64 KiB, a fast writer fills the pipe many times per megabyte and every fill means a wake-up
-/// of the reader and the writer; a larger pipe lets each side move more per system call.
-/// Best effort: not a pipe, or a refusal (over `/proc/sys/fs/pipe-max-size` or the user's
-/// pipe budget), leaves the pipe as it was.
+/// Ask for a larger buffer on a pipe that carries bulk traffic, where the platform allows it
+/// ([`crate::platform::enlarge_pipe`]).
 pub(crate) fn enlarge(fd: std::os::fd::BorrowedFd<'_>) {
-    // SAFETY: fstat writes into the zeroed struct we pass; the descriptor is borrowed valid.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0
-        || st.st_mode & libc::S_IFMT != libc::S_IFIFO
-    {
-        return;
-    }
-    // SAFETY: fcntl on a borrowed, open descriptor; F_SETPIPE_SZ takes an int.
-    let got = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_CAPACITY) };
-    if got < 0 {
-        tracing::debug!(
-            "pipe buffer left at its size: {}",
-            io::Error::last_os_error()
-        );
-    }
+    crate::platform::enlarge_pipe(fd);
+}
+
+/// The agent's end of a pipe as the reader moves it between threads.
+pub(crate) type PipeEnd = OwnedFd;
+
+/// The agent's stdout as a plain descriptor.
+pub(crate) fn into_pipe_end(stdout: tokio::process::ChildStdout) -> io::Result<PipeEnd> {
+    stdout.into_owned_fd()
 }
 
 /// A duplicated pipe or socket descriptor in non-blocking mode.
@@ -73,14 +62,8 @@ impl Pipe {
     /// `None` when `fd` is not a pipe or socket, or cannot be set up; the caller then falls
     /// back to blocking I/O.
     pub(crate) fn new(fd: std::os::fd::BorrowedFd<'_>) -> Option<Pipe> {
-        // SAFETY: fstat writes into the zeroed struct we pass; the descriptor is borrowed valid.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: as above.
-        if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
-            return None;
-        }
-        let kind = st.st_mode & libc::S_IFMT;
-        if kind != libc::S_IFIFO && kind != libc::S_IFSOCK {
+        use crate::platform::FdKind;
+        if !matches!(crate::platform::fd_kind(fd)?, FdKind::Pipe | FdKind::Socket) {
             return None;
         }
         let owned = fd.try_clone_to_owned().ok()?;

@@ -18,7 +18,6 @@ use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::process::ChildStderr;
-use tokio::signal::unix::{signal, SignalKind};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
@@ -130,17 +129,14 @@ where
 
     // Listening from the start: SIGINT or SIGTERM while waiting for the first frame ends the
     // proxy with 130/143 like any other moment (no agent has been started yet).
-    let mut signals = Signals {
-        interrupt: signal(SignalKind::interrupt())?,
-        terminate: signal(SignalKind::terminate())?,
-    };
+    let mut signals = crate::platform::stop_signals()?;
     tracing::debug!("waiting for the client's first frame");
     // The first frame decides the mode: a conductor's `proxy/initialize` makes this process a
     // chain link (the conductor runs the agent); anything else, a standalone proxy.
     let first = tokio::select! {
         first = client_in.next() => first,
-        _ = signals.interrupt.recv() => return Ok(128 + libc::SIGINT),
-        _ = signals.terminate.recv() => return Ok(128 + libc::SIGTERM),
+        _ = signals.interrupt.recv() => return Ok(128 + crate::platform::SIGINT),
+        _ = signals.terminate.recv() => return Ok(128 + crate::platform::SIGTERM),
     };
     let first = match first {
         Some(Ok(frame)) => frame,
@@ -251,8 +247,7 @@ fn start_agent(
     } = agent;
     let shown = crate::redact::redact_command(command);
     tracing::info!(pid = pgid, command = ?shown, "agent started");
-    let output = stdout
-        .into_owned_fd()
+    let output = pipe::into_pipe_end(stdout)
         .and_then(|fd| AgentOutput::new(fd, LineCodec::batched(max_frame_bytes), READ_BUF))
         .context("cannot read the agent's stdout")?;
     let (stdin, stdin_writer) = Outbox::spawn(stdin, HIGH_WATER);
@@ -301,16 +296,10 @@ struct Stderr {
     eof: bool,
 }
 
-/// The signals that end a session.
-struct Signals {
-    interrupt: tokio::signal::unix::Signal,
-    terminate: tokio::signal::unix::Signal,
-}
-
 /// One session, from the first frame on.
 struct Relay<R> {
     shell: Shell,
-    signals: Signals,
+    signals: crate::platform::StopSignals,
     client_in: FramedRead<R, LineCodec>,
     out: Outputs,
     client_writer: JoinHandle<std::io::Result<()>>,
@@ -422,14 +411,14 @@ impl<R: AsyncRead + Unpin> Relay<R> {
                     }
                 }
                 _ = sleep_until(tick_at) => self.shell.tick(&self.out),
-                _ = self.signals.interrupt.recv(), if self.ending == Ending::Running => self.ending = Ending::Signal(libc::SIGINT),
-                _ = self.signals.terminate.recv(), if self.ending == Ending::Running => self.ending = Ending::Signal(libc::SIGTERM),
+                _ = self.signals.interrupt.recv(), if self.ending == Ending::Running => self.ending = Ending::Signal(crate::platform::SIGINT),
+                _ = self.signals.terminate.recv(), if self.ending == Ending::Running => self.ending = Ending::Signal(crate::platform::SIGTERM),
                 _ = sleep_until(escalate_at) => {
                     if let Some(p) = &mut self.process {
                         if let Some((_, sig)) = p.escalation {
                             tracing::debug!(sig, "agent still running after the client left: signalling its group");
                             agent_process::signal_group(p.pgid, sig);
-                            p.escalation = (sig == libc::SIGTERM).then(|| (Instant::now() + term_grace, libc::SIGKILL));
+                            p.escalation = (sig == crate::platform::SIGTERM).then(|| (Instant::now() + term_grace, crate::platform::SIGKILL));
                         }
                     }
                 }
@@ -442,8 +431,10 @@ impl<R: AsyncRead + Unpin> Relay<R> {
                 // Closing the agent's stdin is the polite way to end; signals follow if needed.
                 self.out.agent = None;
                 if let Some(p) = &mut self.process {
-                    p.escalation =
-                        Some((Instant::now() + self.shutdown.stdin_grace(), libc::SIGTERM));
+                    p.escalation = Some((
+                        Instant::now() + self.shutdown.stdin_grace(),
+                        crate::platform::SIGTERM,
+                    ));
                 }
             }
         }
@@ -614,8 +605,7 @@ async fn drain_stderr(stderr: &mut Stderr, shell: &Shell) {
 }
 
 fn agent_exit_code(status: &ExitStatus) -> ExitCode {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
+    match (status.code(), crate::platform::exit_signal(status)) {
         (Some(0), _) => 1,
         (Some(c), _) => c,
         (None, Some(sig)) => 128 + sig,

@@ -4,6 +4,9 @@
 //! them (`cargo test --test e2e -- --ignored`); plain `cargo test` lists and skips them, and
 //! runs the checks of the kits themselves.
 
+// Network namespaces, Unix signals and `sh` (docs/platforms.md).
+#![cfg(unix)]
+
 mod checks;
 mod client;
 mod kits;

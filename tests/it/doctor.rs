@@ -81,6 +81,19 @@ fn the_built_in_demo_agent_is_ready_for_zed() {
         run.stdout
     );
     assert!(line(&run, "dump").contains("off"), "{}", run.stdout);
+    // The platform as built (the `portable` feature says so) and Zed's settings on it.
+    let platform = line(&run, "platform");
+    let expected = if cfg!(feature = "portable") {
+        "linux (portable build)"
+    } else {
+        std::env::consts::OS
+    };
+    assert!(platform.contains(expected), "{platform}");
+    let zed = line(&run, "Zed settings");
+    assert!(
+        zed.contains(&*s.path("config/zed/settings.json").to_string_lossy()),
+        "{zed}"
+    );
     assert!(run.stdout.contains("Ready for Zed"), "{}", run.stdout);
 }
 

@@ -6,7 +6,7 @@
 //! Skipped, loudly, only when Chromium is not installed (`.ci/run` installs it).
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -44,12 +44,7 @@ struct Browser {
 }
 
 fn pipe() -> (OwnedFd, OwnedFd) {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 writes two descriptors into the array.
-    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
-    assert_eq!(rc, 0, "pipe2");
-    // SAFETY: both descriptors were just created and are owned here alone.
-    unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+    acp_proxy::platform::cloexec_pipe().expect("pipe")
 }
 
 impl Browser {

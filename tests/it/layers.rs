@@ -1,8 +1,8 @@
 //! The library's modules are layers, and every import points down:
 //!
 //! ```text
-//! {units, wire, zed_view} ← subagents ← engine ← {chain, dump, store, transport} ← config
-//!     ← dump_tools ← main
+//! {units, wire, zed_view, platform} ← subagents ← engine ← {chain, dump, store, transport}
+//!     ← config ← dump_tools ← main
 //! ```
 //!
 //! so the sans-IO core (the engine and the subagent model) never imports the shell, the
@@ -20,12 +20,14 @@ const LAYERS: &[(&str, &[&str])] = &[
     // What Zed does with frames, as a model: the dump checker, the demo and the tests judge
     // the proxy's output with it.
     ("zed_view", &[]),
+    // What differs per operating system; it knows nothing of the proxy.
+    ("platform", &[]),
     ("subagents", &["wire"]),
     ("engine", &["wire", "subagents"]),
     ("chain", &["wire"]),
     ("redact", &[]),
-    ("dump", &["wire", "redact", "units"]),
-    ("store", &["wire", "subagents", "units"]),
+    ("dump", &["wire", "redact", "units", "platform"]),
+    ("store", &["wire", "subagents", "units", "platform"]),
     (
         "transport",
         &[
@@ -36,12 +38,14 @@ const LAYERS: &[(&str, &[&str])] = &[
             "redact",
             "dump",
             "store",
+            "platform",
         ],
     ),
     (
         "config",
         &[
             "units",
+            "platform",
             "wire",
             "subagents",
             "engine",
@@ -55,6 +59,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "dump_tools",
         &[
             "units",
+            "platform",
             "wire",
             "zed_view",
             "subagents",
@@ -71,6 +76,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "devtools",
         &[
             "units",
+            "platform",
             "wire",
             "zed_view",
             "subagents",

@@ -397,6 +397,10 @@ fn sigkill_of_the_proxy_stops_the_agent_and_its_group_within_seconds() {
 }
 
 #[test]
+#[cfg_attr(
+    feature = "portable",
+    ignore = "the parent-death signal is a Linux extra (src/platform/mod.rs)"
+)]
 fn killing_the_proxy_with_its_guardian_still_stops_the_agent() {
     // As `killall -9` might: the guardian goes first, then the proxy. The kernel still sends
     // the agent SIGTERM when its parent dies.

@@ -7,6 +7,8 @@
 
 // Helpers are `pub` for the modules of this crate; the lint is for the library's API.
 #![allow(unreachable_pub)]
+// They drive the proxy with Unix signals, `/proc` and `sh` (docs/platforms.md).
+#![cfg(unix)]
 
 mod support;
 

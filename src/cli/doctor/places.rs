@@ -4,6 +4,7 @@ use std::path::Path;
 
 use acp_proxy::config::Config;
 use acp_proxy::engine::SubagentDisplay as Display;
+use acp_proxy::platform;
 use acp_proxy::store::{self, StoreLocation};
 
 use super::{Level, Report};
@@ -63,7 +64,7 @@ pub(super) fn report_store_and_dump(report: &mut Report, cfg: &Config) {
 fn report_store_path(report: &mut Report, path: &Path) {
     if path.exists() {
         let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-        if access(path, libc::R_OK | libc::W_OK) {
+        if platform::can_read_write(path) {
             report.line(
                 Level::Ok,
                 "store",
@@ -87,7 +88,7 @@ fn report_store_path(report: &mut Report, path: &Path) {
         .ancestors()
         .skip(1)
         .find(|a| a.exists())
-        .is_some_and(|a| a.is_dir() && access(a, libc::W_OK | libc::X_OK));
+        .is_some_and(|a| a.is_dir() && platform::can_create_in(a));
     if creatable {
         report.line(
             Level::Ok,
@@ -105,13 +106,4 @@ fn report_store_path(report: &mut Report, path: &Path) {
         );
         report.fix("choose a writable place with --store PATH or `[store] path`");
     }
-}
-
-fn access(path: &Path, mode: libc::c_int) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: `c` is a valid NUL-terminated string that outlives the call.
-    unsafe { libc::access(c.as_ptr(), mode) == 0 }
 }
