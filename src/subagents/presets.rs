@@ -30,7 +30,8 @@ const SHIPPED: &[(&str, &str)] = shipped![
     "agentpool",
     "dsh",
     "goose",
-    "cursor"
+    "cursor",
+    "fast-agent"
 ];
 
 /// Every known preset: the shipped ones, with the user's replacing or added to them.

@@ -118,6 +118,11 @@ const AGENTPOOL_NO_REPLAY: &str =
     "AgentPool: session/load replays nothing, and the proxy re-creates from its store only \
      the cards of standard-wire children, so the reopened thread is empty";
 
+const FAST_AGENT_NO_REPLAY: &str =
+    "fast-agent: session/load replays the parent's words, not its subagent calls, and the proxy \
+     re-creates from its store only the cards of standard-wire children, so the reopened thread \
+     has no card";
+
 pub(crate) const EXPECT: &[Expect] = &[
     Expect {
         kit: "claude-legacy",
@@ -251,6 +256,26 @@ pub(crate) const EXPECT: &[Expect] = &[
         known_bugs: &[
             bug("*", "reopen", "reopen:", AGENTPOOL_NO_REPLAY),
             bug("*", "cards", "reopen:", AGENTPOOL_NO_REPLAY),
+        ],
+    },
+    Expect {
+        kit: "fast-agent",
+        // The `fast-agent` preset titles the card with the subagent's label (letters, digits,
+        // spaces, `_` and `-` only).
+        card_title: "Survey text files {tag}",
+        title_max_chars: 0,
+        tool_name: "subagent",
+        // The child runs inside the tool: none of its tool calls or words reach the wire, only
+        // its answer as the spawn's result.
+        child_tools_in: &[],
+        child_answer_in: &["one", "two"],
+        background_followup: true,
+        background_open: false,
+        child_event_keys: &[],
+        sibling_calls: "",
+        known_bugs: &[
+            bug("*", "reopen", "reopen:", FAST_AGENT_NO_REPLAY),
+            bug("*", "cards", "reopen:", FAST_AGENT_NO_REPLAY),
         ],
     },
 ];

@@ -34,6 +34,7 @@ kit_tests! {
     gemini => "gemini",
     pi => "pi",
     agentpool => "agentpool",
+    fast_agent => "fast-agent",
 }
 
 /// Every kit folder is complete, has a test above and a row of expectations: a kit nobody
