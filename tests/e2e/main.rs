@@ -35,6 +35,8 @@ kit_tests! {
     pi => "pi",
     agentpool => "agentpool",
     fast_agent => "fast-agent",
+    kimi => "kimi",
+    vibe => "vibe",
 }
 
 /// Every kit folder is complete, has a test above and a row of expectations: a kit nobody

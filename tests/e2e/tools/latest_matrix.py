@@ -41,7 +41,7 @@ def reports(log):
         elif m := FAILED.match(line):
             seen[m.group(1)] = "FAIL"
         elif m := KNOWN.match(line):
-            if seen.get(m.group(1)) == "ok":
+            if seen.get(m.group(1), "ok") == "ok":
                 seen[m.group(1)] = "known"
         elif not line.startswith("    "):
             kit = None
@@ -51,19 +51,21 @@ def reports(log):
 def main():
     with open(sys.argv[1], errors="replace") as f:
         found = reports(f)
-    rows = [line.split(None, 2) for line in sys.stdin if line.strip()]
+    rows = [line.strip().split(None, 2) for line in sys.stdin if line.strip()]
     with open(sys.argv[2]) as f:
-        skipped = [line.split(None, 2) for line in f if line.strip()]
-    head = ["agent", "pinned", "newest"] + CHECKS
+        skipped = [line.strip().split(None, 2) for line in f if line.strip()]
+    # A check the list above does not name yet still gets its column.
+    checks = CHECKS + sorted({c for v in found.values() for c in v} - set(CHECKS))
+    head = ["agent", "pinned", "newest"] + checks
     table = [head]
     for kit, pinned, newest in rows:
         verdicts = found.get(kit)
         if verdicts is None:
-            table.append([kit, pinned, newest, "no report"] + [""] * (len(CHECKS) - 1))
+            table.append([kit, pinned, newest, "no report"] + [""] * (len(checks) - 1))
         else:
-            table.append([kit, pinned, newest] + [verdicts[c] for c in CHECKS])
+            table.append([kit, pinned, newest] + [verdicts.get(c, "ok") for c in checks])
     for kit, pinned, note in skipped:
-        table.append([kit, pinned, note] + [""] * len(CHECKS))
+        table.append([kit, pinned, note] + [""] * len(checks))
     widths = [max(len(r[i]) for r in table) for i in range(len(head))]
     for r in table:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
