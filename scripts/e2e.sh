@@ -5,6 +5,12 @@
 #
 #   scripts/e2e.sh                 every kit under tests/e2e/agents/
 #   scripts/e2e.sh codex qwen      only these
+#   scripts/e2e.sh --latest [AGENT...]
+#                                  the same against the newest versions the registries serve,
+#                                  then a matrix: agent, pinned, newest, verdict per check.
+#                                  Kits whose install.sh answers `--newest` (and installs what
+#                                  E2E_VERSION_<KIT> names) take part; the others are listed as
+#                                  not followed. A tool for maintainers, not part of CI.
 #
 # Environment:
 #   ACP_PROXY_E2E_CACHE   where the agents are installed
@@ -23,12 +29,38 @@ jobs="${E2E_JOBS:-2}"
 
 fail() { echo "e2e: $*" >&2; exit 1; }
 
+latest=0
+if [ "${1:-}" = "--latest" ]; then latest=1; shift; fi
+
 all=()
 for d in "$kits_dir"/*/; do all+=("$(basename "$d")"); done
 if [ "$#" -gt 0 ]; then agents=("$@"); else agents=("${all[@]}"); fi
 for a in "${agents[@]}"; do
   [ -f "$kits_dir/$a/kit.toml" ] || fail "no agent kit \`$a\` (kits: ${all[*]})"
 done
+
+# --latest: each following kit's newest version, into E2E_VERSION_<KIT> (install.sh and
+# launch.sh read it); the pinned version is kit.toml's.
+version_var() { local v="${1^^}"; echo "E2E_VERSION_${v//-/_}"; }
+pinned_version() { sed -n 's/^version *= *"\(.*\)"/\1/p' "$kits_dir/$1/kit.toml"; }
+declare -A newest=()
+if [ "$latest" = 1 ]; then
+  followed=()
+  for a in "${agents[@]}"; do
+    if ! grep -q -- '--newest' "$kits_dir/$a/install.sh"; then
+      newest[$a]="(not followed)"
+      continue
+    fi
+    v="$(bash "$kits_dir/$a/install.sh" --newest)" || fail "cannot ask the registry for $a's newest version"
+    newest[$a]="$v"
+    export "$(version_var "$a")=$v"
+    followed+=("$a")
+  done
+  [ "${#followed[@]}" -gt 0 ] || fail "none of ${agents[*]} follows the registry (install.sh --newest)"
+  unfollowed=()
+  for a in "${agents[@]}"; do [[ " ${followed[*]} " == *" $a "* ]] || unfollowed+=("$a"); done
+  agents=("${followed[@]}")
+fi
 
 for tool in unshare ip python3; do
   command -v "$tool" >/dev/null || fail "\`$tool\` is not on PATH (Debian: apt-get install util-linux iproute2 python3)"
@@ -91,8 +123,15 @@ echo "== e2e: running ${tests[*]} offline (loopback only), $jobs at a time"
 start=$SECONDS
 set +e
 "${netns[@]}" bash -c 'ip link set lo up && "$@"' e2e-netns \
-  "$bin" --ignored --exact --nocapture --test-threads="$jobs" "${tests[@]}"
-status=$?
+  "$bin" --ignored --exact --nocapture --test-threads="$jobs" "${tests[@]}" 2>&1 | tee "$logs/run.log"
+status=${PIPESTATUS[0]}
 set -e
 echo "== e2e: ${agents[*]}: $([ "$status" = 0 ] && echo passed || echo FAILED) in $((SECONDS - start)) s"
+if [ "$latest" = 1 ]; then
+  echo "== e2e --latest: each kit against the newest version its registry serves"
+  for a in "${unfollowed[@]}"; do echo "$a $(pinned_version "$a") (not followed)"; done \
+    >"$logs/unfollowed"
+  for a in "${agents[@]}"; do echo "$a $(pinned_version "$a") ${newest[$a]}"; done \
+    | python3 tests/e2e/tools/latest_matrix.py "$logs/run.log" "$logs/unfollowed"
+fi
 exit "$status"

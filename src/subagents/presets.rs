@@ -30,7 +30,10 @@ const SHIPPED: &[(&str, &str)] = shipped![
     "agentpool",
     "dsh",
     "goose",
-    "cursor"
+    "cursor",
+    "fast-agent",
+    "kimi",
+    "vibe"
 ];
 
 /// Every known preset: the shipped ones, with the user's replacing or added to them.
@@ -216,7 +219,10 @@ mod tests {
                 "agentpool",
                 "dsh",
                 "goose",
-                "cursor"
+                "cursor",
+                "fast-agent",
+                "kimi",
+                "vibe"
             ]
         );
         let fallback: Vec<String> = set.fallback().iter().map(|p| p.name.clone()).collect();

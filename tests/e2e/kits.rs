@@ -118,6 +118,21 @@ const AGENTPOOL_NO_REPLAY: &str =
     "AgentPool: session/load replays nothing, and the proxy re-creates from its store only \
      the cards of standard-wire children, so the reopened thread is empty";
 
+const FAST_AGENT_NO_REPLAY: &str =
+    "fast-agent: session/load replays the parent's words, not its subagent calls, and the proxy \
+     re-creates from its store only the cards of standard-wire children, so the reopened thread \
+     has no card";
+
+const KIMI_REPLAY_IDS: &str =
+    "Kimi: session/load replays each spawn under a new tool call id (a new turn uuid), so the \
+     reopened card opens a new child thread (the task and the answer, from the replay) instead \
+     of the stored one; Kimi's agent_id in the result is stable, but no preset key ties a stored \
+     child to it yet";
+
+const VIBE_EARLY_USAGE: &str =
+    "Vibe: a usage_update for the new session comes before the session/new answer; Zed does not \
+     know the session yet and drops it (the proxy relays it in order)";
+
 pub(crate) const EXPECT: &[Expect] = &[
     Expect {
         kit: "claude-legacy",
@@ -251,6 +266,62 @@ pub(crate) const EXPECT: &[Expect] = &[
         known_bugs: &[
             bug("*", "reopen", "reopen:", AGENTPOOL_NO_REPLAY),
             bug("*", "cards", "reopen:", AGENTPOOL_NO_REPLAY),
+        ],
+    },
+    Expect {
+        kit: "fast-agent",
+        // The `fast-agent` preset titles the card with the subagent's label (letters, digits,
+        // spaces, `_` and `-` only).
+        card_title: "Survey text files {tag}",
+        title_max_chars: 0,
+        tool_name: "subagent",
+        // The child runs inside the tool: none of its tool calls or words reach the wire, only
+        // its answer as the spawn's result.
+        child_tools_in: &[],
+        child_answer_in: &["one", "two"],
+        background_followup: true,
+        background_open: false,
+        child_event_keys: &[],
+        sibling_calls: "",
+        known_bugs: &[
+            bug("*", "reopen", "reopen:", FAST_AGENT_NO_REPLAY),
+            bug("*", "cards", "reopen:", FAST_AGENT_NO_REPLAY),
+        ],
+    },
+    Expect {
+        kit: "kimi",
+        // The `kimi` preset titles the card with the spawn's description (`Agent: <it>`).
+        card_title: "Survey text files ({tag})",
+        title_max_chars: 0,
+        tool_name: "Agent",
+        // Kimi's ACP layer drops the child's events: the thread holds the task and the answer
+        // (the spawn's result). A background child's end is a notice in a later user turn,
+        // naming Kimi's task id, not the spawn: its card stays open.
+        child_tools_in: &[],
+        child_answer_in: &["one", "two"],
+        background_followup: false,
+        background_open: true,
+        child_event_keys: &[],
+        sibling_calls: "",
+        known_bugs: &[bug("*", "reopen", "reopen:", KIMI_REPLAY_IDS)],
+    },
+    Expect {
+        kit: "vibe",
+        // Titled by the child's name (`Starting <name>`), which the model chose.
+        card_title: "{tag}",
+        title_max_chars: 0,
+        tool_name: "agents.spawn",
+        // Every spawn is a launch: the child's work, answer and end never reach the wire (the
+        // answer goes to the main agent's model only), so the card stays open with the task.
+        child_tools_in: &[],
+        child_answer_in: &[],
+        background_followup: true,
+        background_open: true,
+        child_event_keys: &[],
+        sibling_calls: "",
+        known_bugs: &[
+            bug("*", "zed-model", "`usage_update` for session", VIBE_EARLY_USAGE),
+            bug("*", "delivered-once", "\"used\":0,\"size\":", VIBE_EARLY_USAGE),
         ],
     },
 ];

@@ -37,6 +37,9 @@ kit_tests! {
     gemini => "gemini",
     pi => "pi",
     agentpool => "agentpool",
+    fast_agent => "fast-agent",
+    kimi => "kimi",
+    vibe => "vibe",
 }
 
 /// Every kit folder is complete, has a test above and a row of expectations: a kit nobody

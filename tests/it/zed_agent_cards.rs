@@ -866,6 +866,71 @@ fn pi_reopen_with_and_without_the_store() {
     assert_eq!(without.2, [Some("Agent".to_owned())]);
 }
 
+/// Kimi 1.51.0 (preset `kimi`): no child event reaches the wire; the card is titled from
+/// `Agent: <description>`, its thread holds the task (read out of the arguments' JSON text in
+/// the card's content) and the answer after Kimi's `[summary]` header.
+#[test]
+fn kimi_agent_cards_hold_the_task_and_the_summary() {
+    check(
+        "e2e/kimi-1.51.0-one.dump.jsonl",
+        &[card(
+            "19f76fc9-9e49-461c-bfee-8cb0ef92cefc/call_0001",
+            "completed",
+            "Survey text files (alpha)",
+            &[
+                "user:SUBAGENT:alpha list the text files in the project and report what you find",
+                "agent:SUB-ANSWER alpha: the project holds a.txt, b.txt.",
+            ],
+        )],
+    );
+}
+
+/// fast-agent 0.10.48 (preset `fast-agent`): two built-in `subagent` calls in parallel, each
+/// titled by its label; the child runs inside the tool, so its thread holds the task and the
+/// answer (the call's result).
+#[test]
+fn fast_agent_subagent_cards_titled_by_their_labels() {
+    check(
+        "e2e/fast-agent-0.10.48-two.dump.jsonl",
+        &[
+            card(
+                "0cffdefc846242aea84696bdd14562dc",
+                "completed",
+                "Survey text files alpha",
+                &[
+                    "user:SUBAGENT:alpha list the text files in the project and report what you find",
+                    "agent:SUB-ANSWER alpha: the project holds a.txt, b.txt.",
+                ],
+            ),
+            card(
+                "d30fcc21896a46aca20d9259ffbb61c9",
+                "completed",
+                "Survey text files beta",
+                &[
+                    "user:SUBAGENT:beta list the text files in the project and report what you find",
+                    "agent:SUB-ANSWER beta: the project holds a.txt, b.txt.",
+                ],
+            ),
+        ],
+    );
+}
+
+/// Mistral Vibe 3.0.3 (preset `vibe`): an `agents.spawn` effect completes at the launch
+/// (`Started alpha`) and nothing on the wire ends the child, so its card stays running with the
+/// task; the `self.wait` effect beside it is no card.
+#[test]
+fn vibe_spawn_effects_stay_running_with_their_task() {
+    check(
+        "e2e/vibe-3.0.3-background.dump.jsonl",
+        &[card(
+            "effect-b7044ea2-87d6-577d-be0d-4b32726f3d6d",
+            "in_progress",
+            "alpha",
+            &["user:SUBAGENT:alpha list the text files in the project and report what you find"],
+        )],
+    );
+}
+
 #[test]
 fn cursor_background_hand_offs_stay_open() {
     // A trace written from Cursor's documented shapes.

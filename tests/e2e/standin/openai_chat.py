@@ -1,4 +1,5 @@
-"""A scripted stand-in of the OpenAI chat-completions API (Qwen Code, OpenCode, pi).
+"""A scripted stand-in of the OpenAI chat-completions API (Qwen Code, OpenCode, pi, Kimi,
+fast-agent; Mistral Vibe through its Mistral dialect, `whole_calls`).
 
 `POST /v1/chat/completions` is answered from a `delegation.Script`: with `stream: true` as
 server-sent `chat.completion.chunk` events (a role chunk, text deltas, per tool call one chunk
@@ -66,8 +67,10 @@ def _pieces(text, n=3):
     return [text[i : i + step] for i in range(0, len(text), step)] or [""]
 
 
-def chunks(items, model):
-    """The SSE events of one streamed answer."""
+def chunks(items, model, whole_calls=False):
+    """The SSE events of one streamed answer. `whole_calls`: each tool call in one chunk, its
+    name and all its arguments (Mistral's API streams them so, and its SDK needs the name in
+    every tool-call delta)."""
     cid = f"chatcmpl-{time.monotonic_ns()}"
     created = int(time.time())
 
@@ -82,6 +85,11 @@ def chunks(items, model):
         if isinstance(item, Text):
             for word in re.findall(r"\S+\s*", item.text) or [item.text]:
                 events.append(chunk({"content": word}))
+        elif isinstance(item, Call) and whole_calls:
+            events.append(chunk({"tool_calls": [{"index": index, "id": item.id, "type": "function",
+                                                 "function": {"name": item.name,
+                                                              "arguments": json.dumps(item.args)}}]}))
+            index += 1
         elif isinstance(item, Call):
             events.append(chunk({"tool_calls": [{"index": index, "id": item.id, "type": "function",
                                                  "function": {"name": item.name, "arguments": ""}}]}))
@@ -114,7 +122,7 @@ def completion(items, model):
             "usage": {"prompt_tokens": 10, "completion_tokens": 12, "total_tokens": 22}}
 
 
-def handler(script, log_dir=None):
+def handler(script, log_dir=None, whole_calls=False):
     counter = [0]
 
     def handle(req):
@@ -133,7 +141,7 @@ def handler(script, log_dir=None):
         print(f"openai-chat: #{counter[0]} role={conv.role} tag={conv.tag} side={conv.side} "
               f"results={len(conv.results)} -> {items!r}", file=sys.stderr)
         model = body.get("model") or MODEL
-        reply = Reply.sse(chunks(items, model)) if body.get("stream") else Reply.json(
+        reply = Reply.sse(chunks(items, model, whole_calls)) if body.get("stream") else Reply.json(
             completion(items, model))
         reply.delay = script.delay(conv)
         return reply
@@ -141,6 +149,6 @@ def handler(script, log_dir=None):
     return handle
 
 
-def main(script_class):
-    """The entry point of a kit's model.py."""
-    run(script_class, handler, "openai-chat")
+def main(script_class, whole_calls=False):
+    """The entry point of a kit's model.py (`whole_calls`: see `chunks`)."""
+    run(script_class, lambda script, log_dir: handler(script, log_dir, whole_calls), "openai-chat")
