@@ -30,7 +30,11 @@ const SHIPPED: &[(&str, &str)] = shipped![
     "agentpool",
     "dsh",
     "goose",
-    "cursor"
+    "cursor",
+    "droid",
+    "kilo",
+    "copilot",
+    "cline"
 ];
 
 /// Every known preset: the shipped ones, with the user's replacing or added to them.
@@ -216,7 +220,11 @@ mod tests {
                 "agentpool",
                 "dsh",
                 "goose",
-                "cursor"
+                "cursor",
+                "droid",
+                "kilo",
+                "copilot",
+                "cline"
             ]
         );
         let fallback: Vec<String> = set.fallback().iter().map(|p| p.name.clone()).collect();
