@@ -34,6 +34,10 @@ kit_tests! {
     gemini => "gemini",
     pi => "pi",
     agentpool => "agentpool",
+    droid => "droid",
+    kilo => "kilo",
+    copilot => "copilot",
+    cline => "cline",
 }
 
 /// Every kit folder is complete, has a test above and a row of expectations: a kit nobody
