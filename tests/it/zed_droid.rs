@@ -43,8 +43,10 @@ fn fetches(h: &Harness) -> Vec<(String, String)> {
         .collect()
 }
 
+type Records = Vec<(String, Value)>;
+
 /// The dump up to the agent's answer to the client's prompt (excluded), and the rest.
-fn split_at_turn_end() -> (Vec<(String, Value)>, Vec<(String, Value)>) {
+fn split_at_turn_end() -> (Records, Records) {
     let records = dump_fixture(DUMP);
     let at = records
         .iter()

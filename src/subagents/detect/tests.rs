@@ -299,10 +299,10 @@ fn timing_attribution_is_opt_in_per_preset() {
     assert!(!d.timing_of(PresetId(1)));
     // Only agents whose wire ties a child's events to nothing guess, and their sync children
     // block the parent's turn (Copilot, Cline).
-    let guessing: Vec<&str> = PresetSet::builtin()
+    let guessing: Vec<String> = PresetSet::builtin()
         .iter()
         .filter(|p| p.timing)
-        .map(|p| p.name.as_str())
+        .map(|p| p.name.clone())
         .collect();
     assert_eq!(guessing, ["copilot", "cline"]);
 }
