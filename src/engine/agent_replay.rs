@@ -14,6 +14,11 @@
 //! once it is done. At most [`MAX_IN_FLIGHT`] fetches run at once (a reopened parent with many
 //! children); the rest wait their turn. A fetch that fails, times out or exceeds the child's
 //! transcript limit leaves the child thread as the spawn told it: prompt and answer.
+//!
+//! Droid cannot serve a child's load while it works on the parent (it finishes the parent's
+//! turn with the child's conversation): with `child_replay = "session_load_after_turn"` a
+//! fetch asked for while the client's `session/prompt` (or `session/load`) of the parent's
+//! session is pending waits until it is answered.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::LazyLock;
@@ -85,6 +90,9 @@ pub(super) struct AgentReplays {
     in_flight: HashMap<String, Fetch>,
     /// Children waiting for a slot, with their agent session id.
     queued: VecDeque<(ChildId, String)>,
+    /// Children waiting for their parent session's turn to end: (top session, child, agent
+    /// session id), oldest first.
+    after_turn: Vec<(String, ChildId, String)>,
     /// What each child's thread gets if its fetch fails (the answer on its spawn).
     fallback: HashMap<ChildId, Option<Value>>,
     /// Client loads of a child whose fetch is not done, answered when it is.
@@ -249,7 +257,7 @@ impl AgentReplays {
         [
             ("replay_agent_ids", self.by_agent_id.len()),
             ("replay_in_flight", self.in_flight.len()),
-            ("replay_queued", self.queued.len()),
+            ("replay_queued", self.queued.len() + self.after_turn.len()),
             ("replay_waiting", self.waiting.len()),
             ("replay_cwds", self.cwd.len() + self.new_sessions.len()),
         ]
@@ -262,7 +270,7 @@ impl Engine {
     pub(super) fn replay_to_fetch(&self, cid: &ChildId, update: &Value) -> Option<String> {
         let child = self.reg.get(cid)?;
         let preset = child.preset?;
-        if self.detector.child_replay_of(preset) != ChildReplay::SessionLoad
+        if !self.detector.child_replay_of(preset).replays()
             || !self.agent_loads
             || child.passes_through()
             || self.agent_replays.pending(cid)
@@ -293,11 +301,47 @@ impl Engine {
         }
         r.by_agent_id.insert(agent_id.to_owned(), cid.clone());
         r.fallback.entry(cid.clone()).or_insert(None);
+        if let Some(top) = self.parent_busy(cid) {
+            self.agent_replays
+                .after_turn
+                .push((top, cid.clone(), agent_id.to_owned()));
+            return;
+        }
+        let r = &mut self.agent_replays;
         if r.in_flight.len() >= MAX_IN_FLIGHT {
             r.queued.push_back((cid.clone(), agent_id.to_owned()));
             return;
         }
         self.send_fetch(cid.clone(), agent_id.to_owned(), out);
+    }
+
+    /// The child's top session, when its preset fetches only after the parent's turn and
+    /// the client's turn (or load) of that session is still pending.
+    fn parent_busy(&self, cid: &ChildId) -> Option<String> {
+        let child = self.reg.get(cid)?;
+        let preset = child.preset?;
+        if self.detector.child_replay_of(preset) != ChildReplay::SessionLoadAfterTurn {
+            return None;
+        }
+        let top = child.top_session.as_str();
+        (self.client_requests.has("session/prompt", top)
+            || self.client_requests.has("session/load", top))
+        .then(|| top.to_owned())
+    }
+
+    /// The client's turn (or load) of `session` was answered: the fetches that waited for it
+    /// go ahead.
+    pub(super) fn parent_turn_over(&mut self, session: &str, out: &mut Vec<Action>) {
+        if self.agent_replays.after_turn.is_empty() {
+            return;
+        }
+        let (due, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.agent_replays.after_turn)
+            .into_iter()
+            .partition(|(top, _, _)| top == session);
+        self.agent_replays.after_turn = rest;
+        for (_, cid, agent_id) in due {
+            self.fetch_replay(&cid, &agent_id, out);
+        }
     }
 
     fn send_fetch(&mut self, child: ChildId, agent_id: String, out: &mut Vec<Action>) {
@@ -471,6 +515,7 @@ impl Engine {
             .map(|f| f.child)
             .collect();
         children.extend(self.agent_replays.queued.drain(..).map(|(c, _)| c));
+        children.extend(self.agent_replays.after_turn.drain(..).map(|(_, c, _)| c));
         children.sort();
         for child in children {
             self.replay_done(&child, None, out);

@@ -494,6 +494,9 @@ impl Engine {
                     self.end_replay(sid, out);
                 }
                 out.push(Action::ToClient(frame));
+                if let Some(sid) = &req.session {
+                    self.parent_turn_over(sid, out);
+                }
             }
             "session/list" if self.models_subagents() => out.push(Action::ToClient(
                 child_sessions::filter_session_list(&self.reg, frame),
@@ -502,6 +505,7 @@ impl Engine {
                 out.push(Action::ToClient(frame));
                 if let Some(sid) = req.session {
                     self.turn_ended(&sid, out);
+                    self.parent_turn_over(&sid, out);
                 }
             }
             _ => out.push(Action::ToClient(frame)),

@@ -45,6 +45,13 @@ impl PendingRequests {
         self.by_id.contains_key(id)
     }
 
+    /// Whether a `method` request naming `session` is pending.
+    pub(super) fn has(&self, method: &str, session: &str) -> bool {
+        self.by_id
+            .values()
+            .any(|r| r.method == method && r.session.as_deref() == Some(session))
+    }
+
     pub(super) fn len(&self) -> usize {
         self.by_id.len()
     }

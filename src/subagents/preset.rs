@@ -435,6 +435,10 @@ impl Preset {
             self.child_replay == ChildReplay::SessionLoad,
             "child replay (session/load)",
         );
+        add(
+            self.child_replay == ChildReplay::SessionLoadAfterTurn,
+            "child replay (session/load, after the parent's turn)",
+        );
         add(!self.background.is_empty(), "background launches");
         add(!self.end.is_empty(), "end signals");
         add(!self.sibling.is_empty(), "sibling calls");

@@ -33,7 +33,11 @@ const SHIPPED: &[(&str, &str)] = shipped![
     "cursor",
     "fast-agent",
     "kimi",
-    "vibe"
+    "vibe",
+    "droid",
+    "kilo",
+    "copilot",
+    "cline"
 ];
 
 /// Every known preset: the shipped ones, with the user's replacing or added to them.
@@ -222,7 +226,11 @@ mod tests {
                 "cursor",
                 "fast-agent",
                 "kimi",
-                "vibe"
+                "vibe",
+                "droid",
+                "kilo",
+                "copilot",
+                "cline"
             ]
         );
         let fallback: Vec<String> = set.fallback().iter().map(|p| p.name.clone()).collect();

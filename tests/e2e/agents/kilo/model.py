@@ -1,0 +1,35 @@
+#!/usr/bin/env python3
+"""The scripted model for Kilo Code CLI (OpenAI chat completions).
+
+Kilo's spawn tool is OpenCode's `task {description, prompt, subagent_type}` with a
+`background` flag: `one` and `two` run in the foreground, `background` sets it (the form the
+tool's description steers models to). A child lists the project with `glob`. The
+session-title request has no tools and gets a plain answer.
+"""
+
+import os
+import sys
+
+sys.dont_write_bytecode = True  # keep the source tree clean
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "standin"))
+
+from delegation import Call, Script  # noqa: E402
+from openai_chat import main  # noqa: E402
+
+
+class Kilo(Script):
+    spawn_tool = "task"
+
+    def spawn(self, tag, background):
+        args = {"description": f"Survey text files ({tag})", "prompt": self.task(tag),
+                "subagent_type": "general"}
+        if background:
+            args["background"] = True
+        return Call("task", args)
+
+    def child_tool(self, tag, conv):
+        return Call("glob", {"pattern": "*.txt"})
+
+
+if __name__ == "__main__":
+    main(Kilo)
