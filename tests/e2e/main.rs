@@ -6,6 +6,7 @@
 
 mod checks;
 mod client;
+mod clients;
 mod kits;
 mod run;
 mod zed;
