@@ -294,7 +294,10 @@ fn content(log: Option<&Log>, answer: Option<&str>) -> Value {
             }
             _ => false,
         };
-        text.push_str(&log.render(repeated));
+        // A log that would list nothing (the answer was all) is left out.
+        if log.steps > 0 || log.dropped > 0 || log.lines.len() > usize::from(repeated) {
+            text.push_str(&log.render(repeated));
+        }
     }
     json!([{"type": "content", "content": {"type": "text", "text": text.trim_end()}}])
 }
