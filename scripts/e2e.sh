@@ -112,6 +112,9 @@ for a in "${tested_kits[@]}"; do
   t="${a//-/_}"
   grep -qx "$t: test" <<<"$listed" || fail "kit \`$a\` has no test \`$t\` in tests/e2e/main.rs (kit_tests!)"
   tests+=("$t")
+  # The same kit for a client of standard ACP subagents (tests/e2e/standard.rs).
+  grep -qx "standard_client::$t: test" <<<"$listed" || fail "kit \`$a\` has no test standard_client::$t"
+  tests+=("standard_client::$t")
 done
 # Each client's side-by-side tests (tests/e2e/clients.rs): clients::<client>_<agent>.
 for c in "${clients[@]}"; do

@@ -33,7 +33,7 @@ const TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The agent behind the client.
 #[derive(Clone, Copy)]
-enum Agent {
+pub(crate) enum Agent {
     /// The proxy's built-in scripted demo agent (`acp-proxy demo-agent`).
     Demo,
     /// An agent kit of `tests/e2e/agents/`, with its model stand-in.
@@ -80,14 +80,15 @@ fn tool_lines(text: &str) -> Vec<ToolLine> {
     out
 }
 
-struct Setup {
-    dir: tempfile::TempDir,
-    workspace: PathBuf,
-    home: PathBuf,
-    cache: PathBuf,
+/// A run's folder, project, agent home and model stand-in (shared with `standard.rs`).
+pub(crate) struct Setup {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) workspace: PathBuf,
+    pub(crate) home: PathBuf,
+    pub(crate) cache: PathBuf,
     model: Option<Child>,
-    model_url: Option<String>,
-    scenario: String,
+    pub(crate) model_url: Option<String>,
+    pub(crate) scenario: String,
 }
 
 impl Drop for Setup {
@@ -100,10 +101,10 @@ impl Drop for Setup {
 }
 
 impl Setup {
-    fn new(agent: Agent, scenario: &str) -> Result<Setup> {
+    pub(crate) fn new(agent: Agent, scenario: &str) -> Result<Setup> {
         let cache = cache_dir()?;
         let dir = tempfile::Builder::new()
-            .prefix(&format!("e2e-acpx-{scenario}-"))
+            .prefix(&format!("e2e-clients-{scenario}-"))
             .tempdir()?;
         let workspace = dir.path().join("project");
         let home = dir.path().join("home");

@@ -9,6 +9,7 @@ mod client;
 mod clients;
 mod kits;
 mod run;
+mod standard;
 mod zed;
 
 /// One ignored test per kit: `name => "folder"`. A new kit adds a line here and a row in
@@ -22,6 +23,16 @@ macro_rules! kit_tests {
                 run::kit($kit);
             }
         )*
+        /// The same kits for a client of standard ACP subagents (`display = "acp"`).
+        mod standard_client {
+            $(
+                #[test]
+                #[ignore = "needs the real agents: scripts/e2e.sh"]
+                fn $test() {
+                    crate::standard::kit($kit);
+                }
+            )*
+        }
         const KIT_TESTS: &[&str] = &[$($kit),*];
     };
 }
