@@ -180,7 +180,6 @@ fn scenario(kit: &Kit, name: &'static str, scenario: &str) -> Result<Vec<String>
         &mut answers,
         Some(extra),
     )?;
-    drop(send);
     let _ = proxy.kill();
     let _ = proxy.wait();
 
