@@ -267,16 +267,12 @@ impl Setup {
                 let now = text.lock().map(|t| t.clone()).unwrap_or_default();
                 if interrupt_after.is_some_and(|f| f(&now)) {
                     // What a terminal's Ctrl-C does: SIGINT to the foreground group.
-                    Command::new("kill")
-                        .args(["-INT", "--", &format!("-{pid}")])
-                        .status()?;
+                    signal_group(pid, libc::SIGINT);
                     interrupted = true;
                 }
             }
             if Instant::now() > deadline {
-                let _ = Command::new("kill")
-                    .args(["-KILL", "--", &format!("-{pid}")])
-                    .status();
+                signal_group(pid, libc::SIGKILL);
                 let _ = child.wait();
                 bail!(
                     "acpx ({run}) did not end within {TIMEOUT:?}; it printed:\n{}",
@@ -287,16 +283,24 @@ impl Setup {
         };
         let _ = reader.join();
         // Whatever the agent left in the group goes with it.
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{pid}")])
-            .stderr(Stdio::null())
-            .status();
+        signal_group(pid, libc::SIGKILL);
         let text = text.lock().map(|t| t.clone()).unwrap_or_default();
         std::fs::write(self.dir.path().join(format!("acpx-{run}.txt")), &text)?;
         Ok(Seen {
             text,
             status: status.code(),
         })
+    }
+}
+
+/// A signal to the process group `pgid` leads (acpx's, with the proxy and the agent in it).
+fn signal_group(pgid: u32, signal: libc::c_int) {
+    let Ok(pgid) = libc::pid_t::try_from(pgid) else {
+        return;
+    };
+    // SAFETY: killpg has no memory-safety preconditions; a gone group only yields ESRCH.
+    unsafe {
+        libc::killpg(pgid, signal);
     }
 }
 
