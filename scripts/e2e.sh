@@ -11,6 +11,7 @@
 #                                  Kits whose install.sh answers `--newest` (and installs what
 #                                  E2E_VERSION_<KIT> names) take part; the others are listed as
 #                                  not followed. A tool for maintainers, not part of CI.
+#   scripts/e2e.sh acpx            a client in front of the kits it uses (tests/e2e/clients/)
 #
 # Environment:
 #   ACP_PROXY_E2E_CACHE   where the agents are installed
@@ -24,6 +25,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 kits_dir=tests/e2e/agents
+# Real clients other than Zed (tests/e2e/clients.rs), each run in front of these kits.
+clients_dir=tests/e2e/clients
+client_kits=(claude-legacy gemini)
 export E2E_CACHE="${ACP_PROXY_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/acp-proxy-e2e}"
 jobs="${E2E_JOBS:-2}"
 
@@ -34,9 +38,28 @@ if [ "${1:-}" = "--latest" ]; then latest=1; shift; fi
 
 all=()
 for d in "$kits_dir"/*/; do all+=("$(basename "$d")"); done
-if [ "$#" -gt 0 ]; then agents=("$@"); else agents=("${all[@]}"); fi
+all_clients=()
+for d in "$clients_dir"/*/; do all_clients+=("$(basename "$d")"); done
+agents=()
+clients=()
+if [ "$#" -gt 0 ]; then
+  for a in "$@"; do
+    if [ -f "$clients_dir/$a/install.sh" ]; then clients+=("$a"); else agents+=("$a"); fi
+  done
+else
+  agents=("${all[@]}")
+  clients=("${all_clients[@]}")
+fi
+# A client's tests need the kits it runs in front of (installed; their own tests run only if
+# asked for).
+tested_kits=("${agents[@]}")
+if [ "${#clients[@]}" -gt 0 ]; then
+  for k in "${client_kits[@]}"; do
+    [[ " ${agents[*]} " == *" $k "* ]] || agents+=("$k")
+  done
+fi
 for a in "${agents[@]}"; do
-  [ -f "$kits_dir/$a/kit.toml" ] || fail "no agent kit \`$a\` (kits: ${all[*]})"
+  [ -f "$kits_dir/$a/kit.toml" ] || fail "no agent kit or client \`$a\` (kits: ${all[*]}; clients: ${all_clients[*]})"
 done
 
 # --latest: each following kit's newest version, into E2E_VERSION_<KIT> (install.sh and
@@ -60,6 +83,7 @@ if [ "$latest" = 1 ]; then
   unfollowed=()
   for a in "${agents[@]}"; do [[ " ${followed[*]} " == *" $a "* ]] || unfollowed+=("$a"); done
   agents=("${followed[@]}")
+  tested_kits=("${followed[@]}")
 fi
 
 for tool in unshare ip python3; do
@@ -73,15 +97,18 @@ if [ "$(id -u)" != 0 ]; then netns=(unshare --map-root-user --net --pid --fork -
   || fail "cannot create a network namespace with \`${netns[*]}\` (run as root, or enable unprivileged user namespaces)"
 
 # Installs, in parallel: each kit's install.sh is idempotent and says what went wrong.
-echo "== e2e: installing ${agents[*]} into $E2E_CACHE"
+echo "== e2e: installing ${agents[*]} ${clients[*]} into $E2E_CACHE"
 mkdir -p "$E2E_CACHE"
 logs="$(mktemp -d)"
 trap 'rm -rf "$logs"' EXIT
 pids=()
-for a in "${agents[@]}"; do
+installs=("${agents[@]}" "${clients[@]}")
+for a in "${installs[@]}"; do
   (
     start=$SECONDS
-    if bash "$kits_dir/$a/install.sh" >"$logs/$a.log" 2>&1; then
+    dir="$kits_dir/$a"
+    [ -f "$dir/install.sh" ] || dir="$clients_dir/$a"
+    if bash "$dir/install.sh" >"$logs/$a.log" 2>&1; then
       echo "   $a: ready ($((SECONDS - start)) s)"
     else
       echo "   $a: INSTALL FAILED"
@@ -91,8 +118,8 @@ for a in "${agents[@]}"; do
   pids+=("$!")
 done
 failed=()
-for i in "${!agents[@]}"; do
-  wait "${pids[$i]}" || failed+=("${agents[$i]}")
+for i in "${!installs[@]}"; do
+  wait "${pids[$i]}" || failed+=("${installs[$i]}")
 done
 for a in "${failed[@]}"; do
   echo "--- install of $a failed:" >&2
@@ -114,10 +141,19 @@ for l in sys.stdin:
 # One test per kit (tests/e2e/main.rs); a kit without one would pass by running nothing.
 listed="$("$bin" --ignored --list 2>/dev/null)"
 tests=()
-for a in "${agents[@]}"; do
+for a in "${tested_kits[@]}"; do
   t="${a//-/_}"
   grep -qx "$t: test" <<<"$listed" || fail "kit \`$a\` has no test \`$t\` in tests/e2e/main.rs (kit_tests!)"
   tests+=("$t")
+  # The same kit for a client of standard ACP subagents (tests/e2e/standard.rs).
+  grep -qx "standard_client::$t: test" <<<"$listed" || fail "kit \`$a\` has no test standard_client::$t"
+  tests+=("standard_client::$t")
+done
+# Each client's side-by-side tests (tests/e2e/clients.rs): clients::<client>_<agent>.
+for c in "${clients[@]}"; do
+  found="$(sed -n "s/^\(clients::${c//-/_}_[a-z_]*\): test\$/\1/p" <<<"$listed")"
+  [ -n "$found" ] || fail "client \`$c\` has no tests clients::${c//-/_}_* in tests/e2e/clients.rs"
+  while read -r t; do tests+=("$t"); done <<<"$found"
 done
 echo "== e2e: running ${tests[*]} offline (loopback only), $jobs at a time"
 start=$SECONDS
@@ -126,7 +162,7 @@ set +e
   "$bin" --ignored --exact --nocapture --test-threads="$jobs" "${tests[@]}" 2>&1 | tee "$logs/run.log"
 status=${PIPESTATUS[0]}
 set -e
-echo "== e2e: ${agents[*]}: $([ "$status" = 0 ] && echo passed || echo FAILED) in $((SECONDS - start)) s"
+echo "== e2e: ${agents[*]} ${clients[*]}: $([ "$status" = 0 ] && echo passed || echo FAILED) in $((SECONDS - start)) s"
 if [ "$latest" = 1 ]; then
   echo "== e2e --latest: each kit against the newest version its registry serves"
   for a in "${unfollowed[@]}"; do echo "$a $(pinned_version "$a") (not followed)"; done \

@@ -8,7 +8,7 @@
 //!
 //! Ids: the proxy's own outgoing requests on the one connection (client requests passed on to
 //! the successor, agent requests passed on to the predecessor) get ids of their own
-//! (`"acpx-chain-N"`), so the two directions can never collide; responses are mapped back.
+//! (`"acp-proxy-chain-N"`), so the two directions can never collide; responses are mapped back.
 
 use std::collections::HashMap;
 
@@ -81,7 +81,7 @@ impl Chain {
 
     fn fresh_id(&mut self) -> String {
         self.next_id += 1;
-        format!("\"acpx-chain-{}\"", self.next_id)
+        format!("\"acp-proxy-chain-{}\"", self.next_id)
     }
 
     /// A frame from the conductor.

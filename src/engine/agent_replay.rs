@@ -47,7 +47,7 @@ const MAX_ABANDONED: usize = 64;
 /// Sessions whose working directory is remembered.
 const MAX_CWDS: usize = 32;
 /// The proxy's own request ids start with this (the client's, pending, are skipped).
-const ID_PREFIX: &str = "acpx-replay-";
+const ID_PREFIX: &str = "acp-proxy-replay-";
 
 static SESSION_ID_KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"sessionId\""));
 

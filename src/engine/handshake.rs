@@ -17,7 +17,13 @@ use crate::wire::{self, write};
 /// The renderer of an output flavour (Zed's cards until the client's `initialize` chose).
 pub(super) fn renderer_for(mode: Option<Mode>, cfg: &EngineConfig) -> Box<dyn Render> {
     match mode {
-        Some(Mode::Transcript) => Box::new(Transcript::default()),
+        Some(Mode::Transcript) => Box::new(Transcript::new(
+            cfg.presets
+                .set()
+                .iter()
+                .flat_map(|p| p.boilerplate.iter().cloned())
+                .collect(),
+        )),
         Some(Mode::Acp) => Box::new(Acp::default()),
         _ => Box::new(Zed::new(cfg.zed.live_progress)),
     }

@@ -1,6 +1,8 @@
 //! A child's lifecycle: running, finished (its card final), continued, cancelled at the end
 //! of the parent's turn, within the limits, and let go of once finished.
 
+use serde_json::Value;
+
 use super::{Action, Engine};
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::{ChildState, View};
@@ -85,6 +87,34 @@ impl Engine {
             self.emit(&parent, card, out);
         }
         self.retire(cid);
+    }
+
+    /// The parent's prompt turn is about to end (its answer `frame` goes out next): what the
+    /// flavour shows of the children still open, before the answer.
+    pub(super) fn turn_ending(&mut self, session: &str, frame: &[u8], out: &mut Vec<Action>) {
+        let mut open: Vec<(String, ChildId)> = self
+            .reg
+            .children
+            .values()
+            .filter(|c| c.top_session == session && !c.card_is_final())
+            .map(|c| (c.spawn_id.clone(), c.id.clone()))
+            .collect();
+        if open.is_empty() {
+            return;
+        }
+        open.sort();
+        let stop_reason = serde_json::from_slice::<Value>(crate::wire::line_body(frame))
+            .ok()
+            .and_then(|v| v.pointer("/result/stopReason")?.as_str().map(str::to_owned));
+        for (_, cid) in open {
+            let Some(child) = self.reg.get(&cid) else {
+                continue;
+            };
+            let parent = child.parent.clone();
+            for update in self.render.turn_ending(child, stop_reason.as_deref()) {
+                self.emit(&parent, update, out);
+            }
+        }
     }
 
     /// The parent's prompt turn ended: children whose cancel was asked for are cancelled now.

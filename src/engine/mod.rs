@@ -502,6 +502,9 @@ impl Engine {
                 child_sessions::filter_session_list(&self.reg, frame),
             )),
             "session/prompt" if self.models_subagents() => {
+                if let Some(sid) = &req.session {
+                    self.turn_ending(sid, &frame, out);
+                }
                 out.push(Action::ToClient(frame));
                 if let Some(sid) = req.session {
                     self.turn_ended(&sid, out);

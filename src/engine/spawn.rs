@@ -30,7 +30,7 @@ impl Engine {
         update: Value,
         out: &mut Vec<Action>,
     ) {
-        let id = ChildId::derive(&site.parent, &site.spawn_id);
+        let id = ChildId::derive_known(&site.parent, &site.spawn_id, |id| self.reg.is_child(id));
         match self.reg.get_mut(&id) {
             Some(existing) => {
                 existing.tool_name = tool_name;

@@ -71,7 +71,7 @@ impl Engine {
             }
             None => {
                 let spawn_id = ids::synthesized_spawn_id(&agent_child);
-                let cid = ChildId::derive(&parent, &spawn_id);
+                let cid = ChildId::derive_known(&parent, &spawn_id, |id| self.reg.is_child(id));
                 let mut child = match self.reg.children.remove(&cid) {
                     Some(restored) => restored,
                     None => {

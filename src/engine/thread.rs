@@ -68,16 +68,18 @@ impl Engine {
             self.note(out, NoteLevel::Warn, msg);
             return;
         }
-        if self.render.reads_child_events() {
+        let shown = if self.render.reads_child_events() {
             match value {
                 Some(v) => self.render.recorded(child, v),
-                None => {
-                    if let Ok(v) = serde_json::from_str::<Value>(text) {
-                        self.render.recorded(child, &v);
-                    }
-                }
+                None => serde_json::from_str::<Value>(text)
+                    .map(|v| self.render.recorded(child, &v))
+                    .unwrap_or_default(),
             }
-        }
+        } else {
+            Vec::new()
+        };
+        // What the flavour shows of the event in the parent's thread (the folded view's steps).
+        let shown_in = (!shown.is_empty()).then(|| child.parent.clone());
         // What the entry rules read: the tool call id is at hand; a user message's or a
         // compaction's id is read from the update (rare kinds in a child's thread).
         let parsed;
@@ -109,6 +111,12 @@ impl Engine {
             child_id: cid.to_owned(),
             update: text,
         }));
+        if let Some(parent) = shown_in {
+            let session = self.visible_session(&parent);
+            for update in shown {
+                self.emit(&session, update, out);
+            }
+        }
     }
 
     pub(super) fn persist_child(&mut self, cid: &ChildId, out: &mut Vec<Action>) {

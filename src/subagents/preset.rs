@@ -92,6 +92,8 @@ pub struct PresetData {
     pub description: Vec<Source>,
     pub prompt: Vec<Source>,
     pub result: Vec<Source>,
+    /// What the agent appends to a child's answer for itself (`boilerplate`).
+    pub boilerplate: Vec<Pattern>,
     pub progress: Vec<Source>,
     pub agent_child_id: Vec<Source>,
     pub child_replay: ChildReplay,
@@ -309,6 +311,13 @@ impl Preset {
             description: sources(&spec.description, &format!("{key}.description"))?,
             prompt: sources(&spec.prompt, &format!("{key}.prompt"))?,
             result: sources(&spec.result, &format!("{key}.result"))?,
+            boilerplate: spec
+                .boilerplate
+                .iter()
+                .flatten()
+                .enumerate()
+                .map(|(i, t)| Pattern::parse(t, &format!("{key}.boilerplate[{i}]")))
+                .collect::<Result<_, _>>()?,
             progress: sources(&spec.progress, &format!("{key}.progress"))?,
             agent_child_id: sources(&spec.agent_child_id, &format!("{key}.agent_child_id"))?,
             child_replay: spec.child_replay.unwrap_or_default(),
@@ -339,6 +348,7 @@ impl Preset {
         for s in sources.into_iter().flatten() {
             s.patterns(&mut out);
         }
+        out.extend(&self.boilerplate);
         self.spawn.iter().for_each(|r| r.rule.patterns(&mut out));
         self.background.iter().for_each(|r| r.patterns(&mut out));
         for e in &self.end {

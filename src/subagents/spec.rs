@@ -38,6 +38,10 @@ pub struct PresetSpec {
     pub description: Option<Sources>,
     pub prompt: Option<Sources>,
     pub result: Option<Sources>,
+    /// Regexes matching what the agent appends to a child's answer for itself (Claude's
+    /// `agentId: … (use SendMessage …)` footer): left out where the proxy shows the answer
+    /// as text (the folded card).
+    pub boilerplate: Option<Vec<String>>,
     pub progress: Option<Sources>,
     pub agent_child_id: Option<Sources>,
     pub child_replay: Option<ChildReplay>,
@@ -66,6 +70,7 @@ impl PresetSpec {
             description: self.description.or(b.description),
             prompt: self.prompt.or(b.prompt),
             result: self.result.or(b.result),
+            boilerplate: self.boilerplate.or(b.boilerplate),
             progress: self.progress.or(b.progress),
             agent_child_id: self.agent_child_id.or(b.agent_child_id),
             child_replay: self.child_replay.or(b.child_replay),

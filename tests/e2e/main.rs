@@ -9,8 +9,10 @@
 
 mod checks;
 mod client;
+mod clients;
 mod kits;
 mod run;
+mod standard;
 mod zed;
 
 /// One ignored test per kit: `name => "folder"`. A new kit adds a line here and a row in
@@ -24,6 +26,16 @@ macro_rules! kit_tests {
                 run::kit($kit);
             }
         )*
+        /// The same kits for a client of standard ACP subagents (`display = "acp"`).
+        mod standard_client {
+            $(
+                #[test]
+                #[ignore = "needs the real agents: scripts/e2e.sh"]
+                fn $test() {
+                    crate::standard::kit($kit);
+                }
+            )*
+        }
         const KIT_TESTS: &[&str] = &[$($kit),*];
     };
 }

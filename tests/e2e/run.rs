@@ -156,7 +156,7 @@ fn report_run(
 }
 
 /// The agents must reach nothing but loopback: the suite runs inside `unshare -n`.
-fn isolated() -> Result<()> {
+pub(crate) fn isolated() -> Result<()> {
     if std::env::var("E2E_ALLOW_NETWORK").as_deref() == Ok("1") {
         return Ok(());
     }

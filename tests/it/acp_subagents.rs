@@ -161,7 +161,7 @@ fn check_children(name: &str, h: &Harness, want: &[WantChild]) {
         }
         // A child the proxy made out of a spawn tool call: the tool call points at it and,
         // once the child ended with an answer to its task, the parent got it as a message.
-        if id.starts_with("acpx-sub-") {
+        if id.starts_with("acp-proxy-sub-") {
             let parent_thread = &std.session(&parent).entries;
             let pointing = parent_thread
                 .iter()
@@ -417,7 +417,7 @@ fn every_fixture_validates_as_standard_subagents() {
         for c in &h.standard.children {
             let s = h.standard.session(c);
             assert!(
-                s.title.is_some() || !c.starts_with("acpx-sub-"),
+                s.title.is_some() || !c.starts_with("acp-proxy-sub-"),
                 "{name} {c}: titled"
             );
             assert!(s.state.is_some(), "{name} {c}: a state");

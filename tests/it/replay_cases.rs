@@ -125,3 +125,68 @@ fn emit_test_writes_a_case_the_suite_runs() {
         "a name that is a path is refused"
     );
 }
+
+/// Toad (PyPI `batrachian-toad` 0.6.20) needs Python >= 3.14, so its session is kept as a
+/// replay case: its `initialize` as its source sends it (`toad/acp/agent.py`: fs, terminal,
+/// `clientInfo` toad), Claude 0.23.1 with one subagent behind the proxy, `display = "auto"`.
+/// Toad drops `subagent_update`, `session_message` and `session` content items (its cards
+/// would stay pending for ever): a client that advertises nothing must get the folded view.
+#[test]
+fn toad_gets_the_folded_view_never_the_standard_stream() {
+    let case = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/replay/toad-claude-legacy-one-subagent-auto.jsonl");
+    let text = std::fs::read_to_string(&case).expect("the Toad case");
+    let records: Vec<serde_json::Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let frames = |dir: &str| -> Vec<serde_json::Value> {
+        records
+            .iter()
+            .filter(|r| r["dir"] == dir)
+            .filter_map(|r| serde_json::from_str(r["frame"].as_str()?).ok())
+            .collect()
+    };
+    let init = &frames("client→proxy")[0];
+    assert_eq!(init["params"]["clientInfo"]["name"], "toad");
+    assert!(init["params"]["clientCapabilities"]
+        .get("subagents")
+        .is_none());
+    assert!(
+        records.iter().any(|r| r["dir"] == "proxy-note"
+            && r["note"]
+                .as_str()
+                .is_some_and(|n| n.contains("client `toad`: subagents shown as Transcript"))),
+        "auto chose the folded view"
+    );
+    let to_client = frames("proxy→client");
+    for f in &to_client {
+        let t = f.to_string();
+        assert!(
+            !t.contains("subagent_update")
+                && !t.contains("session_message")
+                && !t.contains(r#""type":"session""#),
+            "the standard stream reached Toad: {t}"
+        );
+    }
+    let updates: Vec<&serde_json::Value> = to_client
+        .iter()
+        .filter_map(|f| f.pointer("/params/update"))
+        .collect();
+    // The child's step in the main thread, attributed, with its output.
+    assert!(updates
+        .iter()
+        .any(|u| u["toolCallId"] == "toolu_0001/toolu_0002"
+            && u["status"] == "completed"
+            && u.to_string().contains("a.txt")));
+    // The card's end: the answer once, without Claude's footer, then the step.
+    let end = updates
+        .iter()
+        .rev()
+        .find(|u| u["toolCallId"] == "toolu_0001" && u["status"] == "completed")
+        .expect("the card ended");
+    let shown = end.to_string();
+    assert_eq!(shown.matches("SUB-ANSWER alpha").count(), 1, "{shown}");
+    assert!(!shown.contains("agentId:"), "{shown}");
+    assert!(shown.contains("✓ Find"), "{shown}");
+}

@@ -119,7 +119,7 @@ impl Run {
         }
         self.seen = self.h.to_client.len();
         for (p, thread) in &self.h.zed.threads {
-            if p.starts_with("acpx-") {
+            if p.starts_with("acp-proxy-") {
                 continue;
             }
             for c in thread.cards() {
@@ -138,7 +138,7 @@ impl Run {
             .zed
             .threads
             .keys()
-            .filter(|s| !s.starts_with("acpx-"))
+            .filter(|s| !s.starts_with("acp-proxy-"))
             .collect();
         parents.sort();
         parents
@@ -555,7 +555,7 @@ fn codex_children_get_their_task_and_a_short_title() {
     check(
         "agents/codex-2.6.0-standard-one-subagent.jsonl",
         &[card(
-            "acpx-spawn-01a230b0-b610-7293-86dd-e7ff2533c94e:subagent:01a230b0-b65b-7313-9a0e-e8ca88866ae0",
+            "acp-proxy-spawn-01a230b0-b610-7293-86dd-e7ff2533c94e:subagent:01a230b0-b65b-7313-9a0e-e8ca88866ae0",
             "completed",
             TASK,
             &[
@@ -568,8 +568,8 @@ fn codex_children_get_their_task_and_a_short_title() {
     check(
         "agents/codex-2.6.0-standard-two-subagents.jsonl",
         &[
-            card("acpx-spawn-01a230b0-d47f-7802-9c54-87198bfe26b8:subagent:01a230b0-d4c0-7773-b1a3-bc602bcf8681", "completed", TASK, &["user:SUBAGENT:alpha list the text files in the project", "agent:Warning: Model metadata…", "tool:…", "agent:…"]),
-            card("acpx-spawn-01a230b0-d47f-7802-9c54-87198bfe26b8:subagent:01a230b0-d4e1-72a3-824a-a6eda89cff13", "completed", "SUBAGENT:beta list the text files in the project", &["user:SUBAGENT:beta list the text files in the project", "tool:…", "agent:…"]),
+            card("acp-proxy-spawn-01a230b0-d47f-7802-9c54-87198bfe26b8:subagent:01a230b0-d4c0-7773-b1a3-bc602bcf8681", "completed", TASK, &["user:SUBAGENT:alpha list the text files in the project", "agent:Warning: Model metadata…", "tool:…", "agent:…"]),
+            card("acp-proxy-spawn-01a230b0-d47f-7802-9c54-87198bfe26b8:subagent:01a230b0-d4e1-72a3-824a-a6eda89cff13", "completed", "SUBAGENT:beta list the text files in the project", &["user:SUBAGENT:beta list the text files in the project", "tool:…", "agent:…"]),
         ],
     );
     // Without the opt-in: a plain spawnAgent call, titled by its prompt's first line.

@@ -23,7 +23,7 @@ fn fetches(h: &Harness) -> Vec<(String, String, String)> {
         .filter(|m| m["method"] == "session/load")
         .filter_map(|m| {
             let id = m["id"].as_str()?;
-            id.starts_with("acpx-replay-").then(|| {
+            id.starts_with("acp-proxy-replay-").then(|| {
                 (
                     id.to_owned(),
                     m["params"]["sessionId"].as_str().unwrap_or("").to_owned(),
@@ -45,8 +45,9 @@ fn client_saw_no_agent_child(h: &Harness, agent_children: &[&str]) {
             "the client got a frame of the agent's child session: {v}"
         );
         assert!(
-            v.get("id")
-                .is_none_or(|id| !id.as_str().is_some_and(|i| i.starts_with("acpx-replay-"))),
+            v.get("id").is_none_or(|id| !id
+                .as_str()
+                .is_some_and(|i| i.starts_with("acp-proxy-replay-"))),
             "the client got the answer to the proxy's own request: {v}"
         );
     }

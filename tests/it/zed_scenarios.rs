@@ -649,13 +649,22 @@ fn other_clients_get_the_childs_work_folded_into_the_card() {
     h.agent(json!({"jsonrpc": "2.0", "id": id, "result": {"sessionId": S}}));
     spawn(&mut h, S, "sp", None, "task");
     child_tool(&mut h, "sp", "c1", "Read a.txt");
+    // The child's step is in the parent's thread as it happens, attributed to the card
+    // (a client that prints a tool call only when it starts and ends shows it there).
+    let step = h.zed.threads[S]
+        .card("sp/c1")
+        .expect("the step, attributed")
+        .clone();
+    assert_eq!(step.title, "task › Read a.txt");
+    assert_eq!(step.status, "completed");
+    assert!(step.subagent.is_none());
     child_text(&mut h, "sp", "All read.");
     complete(&mut h, S, "sp", "completed");
     let parent = &h.zed.threads[S];
     assert_eq!(
         parent.tool_calls().count(),
-        1,
-        "only the spawn card: {:#?}",
+        2,
+        "the spawn card and the child's step: {:#?}",
         parent.entries
     );
     let card = parent.card("sp").expect("card");
@@ -664,11 +673,66 @@ fn other_clients_get_the_childs_work_folded_into_the_card() {
     assert!(card.text.contains("- ✓ Read a.txt"), "{}", card.text);
     assert!(card.text.contains("All read."), "{}", card.text);
     assert!(
-        card.text.contains("result of sp"),
-        "the agent's own result is kept: {}",
+        card.text.starts_with("result of sp"),
+        "the agent's own result comes first: {}",
         card.text
     );
+    assert_eq!(
+        card.text.matches("result of sp").count(),
+        1,
+        "{}",
+        card.text
+    );
+    assert!(
+        !parent.entries.iter().any(
+            |e| matches!(e, acp_proxy::zed_view::Entry::Assistant(t) if t.contains("All read."))
+        ),
+        "the child's words are in the card, not in the parent's thread"
+    );
     assert!(h.zed.rejected.is_empty());
+}
+
+#[test]
+fn other_clients_see_a_card_closed_with_the_childs_work_when_the_turn_is_cancelled() {
+    let mut h = Harness::new(EngineConfig::default());
+    let id = h.request(
+        "initialize",
+        json!({"protocolVersion": 1, "clientInfo": {"name": "acpx"}}),
+    );
+    h.agent(json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": 1, "agentCapabilities": {}}}));
+    let id = h.request("session/new", json!({"cwd": "/p", "mcpServers": []}));
+    h.agent(json!({"jsonrpc": "2.0", "id": id, "result": {"sessionId": S}}));
+    let prompt = h.request(
+        "session/prompt",
+        json!({"sessionId": S, "prompt": [{"type": "text", "text": "go"}]}),
+    );
+    spawn(&mut h, S, "sp", None, "task");
+    child_tool(&mut h, "sp", "c1", "Find *.txt");
+    // The user stops the turn mid-subagent; the agent ends it without a word on the card.
+    let before = h.to_client.len();
+    h.agent(json!({"jsonrpc": "2.0", "id": prompt, "result": {"stopReason": "cancelled"}}));
+    let card = h.zed.threads[S].card("sp").expect("card");
+    assert_eq!(card.status, "failed", "closed, not left pending");
+    assert!(
+        card.text.starts_with("Cancelled with the turn"),
+        "{}",
+        card.text
+    );
+    assert!(card.text.contains("- ✓ Find *.txt"), "{}", card.text);
+    // Before the turn's answer: a client that stops reading there still shows it.
+    let sent: Vec<Value> = h.to_client[before..]
+        .iter()
+        .filter_map(|b| serde_json::from_slice(b).ok())
+        .collect();
+    let closed_at = sent
+        .iter()
+        .position(|m| m["params"]["update"]["toolCallId"] == "sp")
+        .expect("the card closed");
+    let answer_at = sent
+        .iter()
+        .position(|m| m["id"] == json!(prompt))
+        .expect("the turn answered");
+    assert!(closed_at < answer_at, "{sent:#?}");
 }
 
 #[test]
@@ -847,4 +911,74 @@ fn the_parents_tool_call_updates_pass_byte_for_byte_while_a_child_runs_under(rul
     let parent = &h.zed.threads[S];
     assert!(parent.tool_calls().all(|t| t.id != "c1"));
     h.assert_zed_clean();
+}
+
+#[test]
+fn a_child_stored_under_the_old_id_prefix_still_reopens() {
+    use acp_proxy::subagents::model::{ChildState, TurnRange};
+    use acp_proxy::subagents::persist::StoreOp;
+    // A store written by a version that named children `acpx-sub-…`.
+    let new = child_session_id(S, "sp");
+    let old = new.replace("acp-proxy-sub-", "acpx-sub-");
+    let store = StoreModel::default();
+    store.apply(StoreOp::UpsertChild {
+        child_id: old.clone(),
+        parent_session_id: S.into(),
+        spawn_tool_call_id: "sp".into(),
+        agent: "claude".into(),
+        cwd: None,
+        title: Some("task".into()),
+        tool_name: Some("Agent".into()),
+        state: ChildState::Completed,
+    });
+    for update in [
+        json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "do task"}}),
+        json!({"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "Read", "status": "completed"}),
+        json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "done"}}),
+    ] {
+        store.apply(StoreOp::AppendUpdate {
+            child_id: old.clone(),
+            update: update.to_string().into(),
+        });
+    }
+    store.apply(StoreOp::SetIndices {
+        child_id: old.clone(),
+        entry_count: 3,
+        turns: vec![TurnRange {
+            start: 0,
+            end: Some(2),
+        }],
+    });
+    let stored = ["user:do task", "tool:c1:completed", "agent:done"];
+    for rules in ZedRules::ALL {
+        // The parent reopened: the replayed spawn finds its child under the id it was
+        // stored with, and the card names that id.
+        let mut h = Harness::with_store(zed_config(), store.clone());
+        start(&mut h, rules, true);
+        let id = h.request(
+            "session/load",
+            json!({"sessionId": S, "cwd": "/p", "mcpServers": []}),
+        );
+        spawn(&mut h, S, "sp", None, "task");
+        complete(&mut h, S, "sp", "completed");
+        h.agent(json!({"jsonrpc": "2.0", "id": id, "result": {}}));
+        let cards = h.zed.threads[S].cards();
+        assert_eq!(cards.len(), 1, "{:#?}", h.zed.threads[S].entries);
+        let info = cards[0].subagent.clone().expect("a subagent card");
+        assert_eq!(info.session_id, old);
+        assert_eq!(child_entries(&mut h, &old), stored);
+        h.assert_zed_clean();
+        // A client that kept the old id opens it directly, without the parent.
+        let mut h = Harness::with_store(zed_config(), store.clone());
+        start(&mut h, rules, true);
+        assert_eq!(child_entries(&mut h, &old), stored);
+        h.assert_zed_clean();
+    }
+    // A new child of the same parent gets the new prefix.
+    let mut h = Harness::with_store(zed_config(), store.clone());
+    start(&mut h, ZedRules::Main, true);
+    spawn(&mut h, S, "sp2", None, "task two");
+    let card = h.zed.threads[S].card("sp2").expect("card");
+    let info = card.subagent.clone().expect("a subagent card");
+    assert!(info.session_id.starts_with("acp-proxy-sub-"), "{info:?}");
 }

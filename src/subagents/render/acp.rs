@@ -406,7 +406,11 @@ mod tests {
             top_session: "p".into(),
             spawn_id: "t1".into(),
         };
-        let mut c = Child::new(ChildId::known("acpx-sub-x".into()), site, "Agent".into());
+        let mut c = Child::new(
+            ChildId::known("acp-proxy-sub-x".into()),
+            site,
+            "Agent".into(),
+        );
         c.title = "Task".into();
         c.state = ChildState::Running;
         c
@@ -425,7 +429,7 @@ mod tests {
         assert_eq!(
             first,
             [
-                json!({"sessionUpdate": "subagent_update", "sessionId": "acpx-sub-x",
+                json!({"sessionUpdate": "subagent_update", "sessionId": "acp-proxy-sub-x",
                 "title": "Task", "state": {"state": "running"}})
             ]
         );
@@ -434,7 +438,7 @@ mod tests {
         assert_eq!(
             r.sync(&c),
             [
-                json!({"sessionUpdate": "subagent_update", "sessionId": "acpx-sub-x",
+                json!({"sessionUpdate": "subagent_update", "sessionId": "acp-proxy-sub-x",
                 "description": "general-purpose"})
             ],
             "a description learnt later is a patch"
@@ -447,7 +451,7 @@ mod tests {
         let next = r.sync(&c);
         assert_eq!(next[0]["title"], "Survey");
         assert_eq!(next[1]["sessionUpdate"], "session_message");
-        assert_eq!(next[1]["recipientSessionId"], "acpx-sub-x");
+        assert_eq!(next[1]["recipientSessionId"], "acp-proxy-sub-x");
         assert_eq!(
             r.child_line(&c, 0, &c.thread[0])
                 .map(|v| v["messageId"].clone()),
@@ -466,7 +470,7 @@ mod tests {
         let end = r.sync(&c);
         assert_eq!(end.len(), 2, "{end:?}");
         assert_eq!(end[0]["content"][0]["text"], "found two");
-        assert_eq!(end[0]["senderSessionId"], "acpx-sub-x");
+        assert_eq!(end[0]["senderSessionId"], "acp-proxy-sub-x");
         assert_eq!(
             end[1]["state"],
             json!({"state": "idle", "stopReason": "end_turn"})
@@ -489,7 +493,7 @@ mod tests {
         r.spawn_update(&c, &mut call, true);
         assert_eq!(
             call["content"],
-            json!([{"type": "session", "sessionId": "acpx-sub-x"}])
+            json!([{"type": "session", "sessionId": "acp-proxy-sub-x"}])
         );
         let mut quiet = json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "in_progress"});
         r.spawn_update(&c, &mut quiet, false);

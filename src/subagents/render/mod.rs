@@ -55,8 +55,11 @@ pub trait Render: fmt::Debug + Send {
     }
 
     /// An update was recorded in the child's thread (only called when
-    /// [`Render::reads_child_events`]).
-    fn recorded(&mut self, _child: &Child, _update: &Value) {}
+    /// [`Render::reads_child_events`]): updates for the parent's thread that show it there,
+    /// sent at once (the folded view's attributed steps).
+    fn recorded(&mut self, _child: &Child, _update: &Value) -> Vec<Value> {
+        Vec::new()
+    }
 
     /// The child's thread grew by one event while its card is open (not during a replay):
     /// the change of the card to show for it, if any.
@@ -104,6 +107,14 @@ pub trait Render: fmt::Debug + Send {
     /// The parent's prompt turn ended while the child is open: updates for the parent's
     /// session, if the flavour shows that.
     fn turn_ended(&mut self, _child: &Child) -> Vec<Value> {
+        Vec::new()
+    }
+
+    /// The parent's prompt turn is about to end (its answer to `session/prompt`, with
+    /// `stop_reason`, goes out next) while the child's card is open: updates for the parent's
+    /// session that close it, if the flavour does (a client that stops reading at the answer
+    /// sees them).
+    fn turn_ending(&mut self, _child: &Child, _stop_reason: Option<&str>) -> Vec<Value> {
         Vec::new()
     }
 

@@ -254,7 +254,11 @@ mod tests {
             top_session: "p".into(),
             spawn_id: "t1".into(),
         };
-        let mut c = Child::new(ChildId::known("acpx-sub-x".into()), site, "Agent".into());
+        let mut c = Child::new(
+            ChildId::known("acp-proxy-sub-x".into()),
+            site,
+            "Agent".into(),
+        );
         c.title = "Survey text files".into();
         c
     }
@@ -293,7 +297,7 @@ mod tests {
         assert_eq!(upd["_meta"]["tool_name"], "Agent");
         assert_eq!(
             upd["_meta"]["subagent_session_info"],
-            json!({"session_id":"acpx-sub-x","message_start_index":0})
+            json!({"session_id":"acp-proxy-sub-x","message_start_index":0})
         );
         c.entries.push("user_message_chunk", None);
         c.entries.push("tool_call", Some("a"));

@@ -23,6 +23,9 @@ SCENARIOS = {
     "one": {"tags": ["alpha"], "background": False},
     "two": {"tags": ["alpha", "beta"], "background": False},
     "background": {"tags": ["alpha"], "background": True},
+    # For clients that are interrupted mid-subagent (tests/e2e/clients.rs): the child's
+    # answer, after its tool ran, takes long enough for the client's Ctrl-C to land first.
+    "interrupt": {"tags": ["alpha"], "background": False, "slow_answer": 20.0},
 }
 
 MAIN_RE = re.compile(r"SCENARIO:(\w+)")
@@ -129,6 +132,8 @@ class Script:
         waits, so that the main turn ends before the child does, as with real work."""
         if self.plan["background"] and conv.role == "child" and not conv.results:
             return BACKGROUND_CHILD_DELAY
+        if conv.role == "child" and conv.results:
+            return self.plan.get("slow_answer", 0)
         return 0
 
     def background_wait(self, conv):
