@@ -76,6 +76,8 @@ pub struct Record {
     pub redacted: bool,
     /// A piece of an oversized line that continues in the next record of this direction.
     pub partial: bool,
+    /// An agent line that came in the same read as the agent line before it (one run).
+    pub same_read: bool,
     /// The record exactly as it is in the file.
     pub raw: String,
 }
@@ -132,6 +134,8 @@ struct RawRecord {
     redacted: bool,
     #[serde(default)]
     partial: bool,
+    #[serde(default)]
+    same_read: bool,
 }
 
 #[derive(Deserialize)]
@@ -219,6 +223,7 @@ pub fn parse_record(file: usize, line_no: u64, text: &str) -> Result<Record, Str
         invalid_utf8: raw.invalid_utf8,
         redacted: raw.redacted,
         partial: raw.partial,
+        same_read: raw.same_read,
         raw: text.to_owned(),
     })
 }

@@ -140,6 +140,8 @@ enum Record {
         ts: f64,
         dir: Direction,
         bytes: Bytes,
+        /// An agent line that came in the same read as the agent line recorded before it.
+        same_read: bool,
     },
     Note {
         ts: f64,
@@ -224,10 +226,21 @@ impl Dump {
 
     /// Record one frame. Never blocks; a full queue counts the frame as lost.
     pub fn frame(&self, dir: Direction, bytes: &Bytes) {
+        self.send_frame(dir, bytes, false);
+    }
+
+    /// Record one line from the agent; `same_read`: it came in the same read as the agent
+    /// line recorded before it (the engine took them as one run, and a replay does too).
+    pub fn agent_line(&self, bytes: &Bytes, same_read: bool) {
+        self.send_frame(Direction::AgentToProxy, bytes, same_read);
+    }
+
+    fn send_frame(&self, dir: Direction, bytes: &Bytes, same_read: bool) {
         let rec = Record::Frame {
             ts: unix_now(),
             dir,
             bytes: bytes.clone(),
+            same_read,
         };
         if self.tx.try_send(rec).is_err() {
             self.lost.fetch_add(1, Ordering::Relaxed);
@@ -422,13 +435,21 @@ fn render(rec: &Record, redact: bool) -> serde_json::Value {
         Record::Note { ts, message } => {
             serde_json::json!({"ts": ts, "dir": Direction::ProxyNote, "note": message})
         }
-        Record::Frame { ts, dir, bytes } => {
+        Record::Frame {
+            ts,
+            dir,
+            bytes,
+            same_read,
+        } => {
             let body = crate::wire::line_body(bytes);
             let mut rec = serde_json::json!({"ts": ts, "dir": dir});
             let is_frame = *dir != Direction::AgentStderr;
             if is_frame && !bytes.ends_with(b"\n") {
                 // A piece of a line longer than max_frame_bytes (the rest follows).
                 rec["partial"] = true.into();
+            }
+            if *same_read {
+                rec["same_read"] = true.into();
             }
             let Ok(text) = std::str::from_utf8(body) else {
                 rec["frame"] = String::from_utf8_lossy(body).into_owned().into();
@@ -464,6 +485,7 @@ pub fn recorded_text(dir: Direction, bytes: &Bytes, redact: bool) -> String {
         ts: 0.0,
         dir,
         bytes: bytes.clone(),
+        same_read: false,
     };
     match render(&rec, redact)
         .get_mut("frame")
@@ -535,6 +557,7 @@ mod tests {
                 ts: 1.0,
                 dir,
                 bytes: Bytes::copy_from_slice(text),
+                same_read: false,
             },
             redact,
         )

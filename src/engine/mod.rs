@@ -62,13 +62,14 @@ use crate::subagents::model::Registry;
 use crate::subagents::render::Render;
 use crate::wire::envelope::{self, Kind, Parsed};
 use crate::wire::keys;
-use crate::wire::read_ahead::{AgentScan, Pre, Scanner};
+use crate::wire::read_ahead::{AgentScan, Pre, RunScan, Scanner};
 use crate::wire::update_view::UpdateFrame;
 use crate::wire::{self, write};
 use agent_replay::AgentReplays;
 use pending::PendingRequests;
 use permissions::HeldRequest;
 use recent::RecentSet;
+use runs::Fate;
 use sibling::Siblings;
 
 /// Milliseconds on a monotonic clock chosen by the shell.
@@ -284,9 +285,28 @@ impl Engine {
         }
     }
 
-    /// A frame (one line, terminator included) arrived from the agent.
-    pub fn from_agent(&mut self, frame: Bytes, now: Millis, out: &mut Vec<Action>) {
-        self.from_agent_scanned(frame, None, now, out);
+    /// Agent output: `run` is one or more complete lines (terminators included), in order, as
+    /// one read delivered them; a single frame is a run of one. Each line gets the decisions
+    /// of its own; the actions say explicitly what became of each: lines that go on as they
+    /// came, with nothing else produced for them, leave as [`Action::Untouched`] slices of
+    /// `run` (consecutive ones as one slice),
+    /// every other line is announced by an [`Action::Read`] followed by what the engine made
+    /// of it. Lines the engine's state cannot concern are found by one pass over the run's
+    /// bytes and never read one by one (`runs`).
+    ///
+    /// `ahead` is what a [`Scanner`] found in `run` (on the reader thread); it is used only
+    /// while it searched for this engine's keys, and saves time, never changes a decision.
+    /// Agent frames never ask for a store look-up, so the caller may carry the actions out
+    /// after the whole run.
+    pub fn from_agent(
+        &mut self,
+        run: &Bytes,
+        ahead: Option<RunScan>,
+        now: Millis,
+        out: &mut Vec<Action>,
+    ) {
+        self.now = self.now.max(now);
+        self.agent_run(run, ahead, now, out);
     }
 
     /// What reads agent frames ahead for this engine (its presets' byte tests).
@@ -294,16 +314,25 @@ impl Engine {
         Scanner::new(self.detector.signals().clone())
     }
 
-    /// [`Engine::from_agent`] for a frame a [`Scanner`] may have read already (on
-    /// another thread): the same decisions, without searching and parsing the frame again.
-    pub fn from_agent_scanned(
+    /// Whether a new tool call that names no spawn, parent or child kind may be read (not
+    /// passed on its bytes alone): always for Zed (its thread's tool calls are remembered, to
+    /// keep Zed's tool call rules), else while a legacy child runs or a permission request
+    /// waits. The reader thread takes such frames apart ahead only then
+    /// ([`Scanner::reads_new_tool_calls`]).
+    pub fn reads_new_tool_calls(&self) -> bool {
+        self.zed() || !self.held.is_empty() || self.reg.has_open_legacy_children()
+    }
+
+    /// One agent line (terminator included), with what a [`Scanner`] found in it if one
+    /// looked: [`Fate::Untouched`] if it goes on as it came with nothing else done (the
+    /// caller passes it), else the actions it produced are in `out`.
+    fn agent_frame(
         &mut self,
         frame: Bytes,
         scan: Option<AgentScan>,
         now: Millis,
         out: &mut Vec<Action>,
-    ) {
-        self.now = self.now.max(now);
+    ) -> Fate {
         let (found, pre) = match scan {
             Some(s) => (Some(s.found), s.update),
             None => (None, Pre::NotTried),
@@ -318,18 +347,16 @@ impl Engine {
                 || !keys::has(&keys::ID_KEY, &frame)
                 || !keys::may_be_response(&frame)
             {
-                out.push(Action::ToClient(frame));
-                return;
+                return Fate::Untouched;
             }
             keys::Found::new(keys::kind::ID)
         };
         let has_id = found.has(keys::kind::ID);
         if !has_id && self.passes_untouched(&frame, found) && self.tools_in_order(&frame, found) {
-            out.push(Action::ToClient(frame));
-            return;
+            return Fate::Untouched;
         }
         // The envelope borrows from a second handle on the same bytes, so that `frame`
-        // itself can still be moved on untouched.
+        // itself can still be moved on.
         let body = frame.clone();
         let maybe_update = match pre {
             Pre::NotTried => keys::has(&keys::SESSION_UPDATE, &body),
@@ -346,18 +373,17 @@ impl Engine {
             });
             if let Some(f) = parsed {
                 self.agent_update_parts(frame, &f.session_id, f.update, found, out);
-                return;
+                return Fate::Handled;
             }
         }
         let Parsed::Message(env) = envelope::parse(&body) else {
-            out.push(Action::ToClient(frame));
-            return;
+            return Fate::Untouched;
         };
         if self.sessions.creating()
             && env.kind() == Kind::Request
             && self.answer_early_request(&env, out)
         {
-            return;
+            return Fate::Handled;
         }
         match env.kind() {
             Kind::Response => {
@@ -365,25 +391,27 @@ impl Engine {
                     let id = id.to_owned();
                     drop(env);
                     self.replay_answered(&id, &frame, out);
-                    return;
+                    return Fate::Handled;
                 }
                 let Some(req) = env.id.and_then(|id| self.client_requests.remove(id)) else {
-                    out.push(Action::ToClient(frame));
-                    return;
+                    return Fate::Untouched;
                 };
                 self.sessions.response(&req.method, &frame);
                 if self.mode == Some(Mode::Off) {
-                    out.push(Action::ToClient(frame));
-                    return;
+                    return Fate::Untouched;
                 }
                 self.agent_response(req, frame, out);
+                Fate::Handled
             }
             Kind::Notification
                 if self.models_subagents() && env.method() == Some("session/update") =>
             {
                 match env.params {
-                    Some(p) => self.agent_update(frame, p.get(), found, out),
-                    None => out.push(Action::ToClient(frame)),
+                    Some(p) => {
+                        self.agent_update(frame, p.get(), found, out);
+                        Fate::Handled
+                    }
+                    None => Fate::Untouched,
                 }
             }
             // With no subagent known and no parent key in the frame, a request cannot belong
@@ -394,12 +422,13 @@ impl Engine {
                     && !found.has(keys::kind::PARENT)
                     && !(self.zed() && env.method() == Some("session/request_permission")) =>
             {
-                out.push(Action::ToClient(frame));
+                Fate::Untouched
             }
             Kind::Request if self.models_subagents() => {
                 self.route_agent_request(frame, now, out);
+                Fate::Handled
             }
-            _ => out.push(Action::ToClient(frame)),
+            _ => Fate::Untouched,
         }
     }
 
