@@ -4,45 +4,36 @@
 //! I/O or reads a clock: the shell passes each frame with a timestamp and carries out the
 //! returned [`Action`]s in order. Frames it does not change are forwarded as the same `Bytes`.
 //!
-//! Its two entries, [`Engine::from_client`] and [`Engine::from_agent`], are here; the work is
-//! split by concern:
+//! Its whole API is the one `impl Engine` here: frames from the client
+//! ([`Engine::from_client`]), runs of lines from the agent ([`Engine::from_agent`]), time
+//! ([`Engine::poll_timeout`], [`Engine::handle_timeout`]), the store's answers
+//! ([`Engine::restore`], [`Engine::child_fetched`]) and the agent's end. The work is split by
+//! concern, the main flow apart from what single agent families need:
 //! - `handshake`: `initialize`, which decides the output flavour (and its renderer);
+//! - `runs`: a run of agent lines, the ones the state cannot concern passed untouched;
 //! - `route`: where an agent's `session/update` goes (most pass on the bytes alone);
-//! - `spawn`, `standard`: children announced by a spawn tool call (legacy wires) or by
-//!   standard ACP `subagent_update`s;
-//! - `child_events`, `thread`: a child's own events, recorded in its thread;
-//! - `lifecycle`: finishing, continuing, cancelling, limits, letting go;
-//! - `permissions`: the agent's requests to the client, held while unattributed;
-//! - `child_sessions`: what the client sends about child sessions (the proxy serves them);
-//! - `replay`: reopened parents and the children the store kept.
+//! - `tool_order`: Zed's rules for the tool calls of a thread;
+//! - `child`: a child's life (spawned or announced, its events and thread, its end, its
+//!   card's paced progress);
+//! - `client`: the client's side (child sessions it opens, parents it reopens, the agent's
+//!   requests to it, requests for a session it is still creating);
+//! - `quirks`: mechanisms of single agent families (children the agent replays, sibling
+//!   calls, folded work, timing, end signals, foreign cards, refused announcements);
+//! - `pending`, `recent`: the bounded collections the rest keeps.
 //!
 //! The engine imports only [`crate::wire`] and [`crate::subagents`]; the shell, the store and
 //! the config depend on it, never the other way round.
 
 mod action;
-mod agent_replay;
-mod child_events;
-mod child_sessions;
+mod child;
+mod client;
 mod config;
-mod early_requests;
-mod folded;
-mod foreign;
-mod guards;
 mod handshake;
-mod lifecycle;
-mod pace;
 mod pending;
-mod permissions;
+mod quirks;
 mod recent;
-mod replay;
 mod route;
 mod runs;
-mod sibling;
-mod signals;
-mod spawn;
-mod standard;
-mod thread;
-mod timing;
 mod tool_order;
 
 pub use action::{Action, Note, NoteLevel};
@@ -58,19 +49,23 @@ use serde_json::Value;
 
 use crate::subagents::detect::Detector;
 use crate::subagents::ids::ChildId;
-use crate::subagents::model::Registry;
+use crate::subagents::model::{Registry, Replay};
+use crate::subagents::persist::StoredChild;
 use crate::subagents::render::Render;
 use crate::wire::envelope::{self, Kind, Parsed};
 use crate::wire::keys;
 use crate::wire::read_ahead::{AgentScan, Pre, RunScan, Scanner};
 use crate::wire::update_view::UpdateFrame;
 use crate::wire::{self, write};
-use agent_replay::AgentReplays;
+use client::permissions::HeldRequest;
 use pending::PendingRequests;
-use permissions::HeldRequest;
+use quirks::child_fetch::AgentReplays;
+use quirks::sibling::Siblings;
 use recent::RecentSet;
 use runs::Fate;
-use sibling::Siblings;
+
+/// Child ids remembered as already looked up in the store, at most.
+const STORE_TRIED_MAX: usize = 4096;
 
 /// Milliseconds on a monotonic clock chosen by the shell.
 pub type Millis = u64;
@@ -126,15 +121,15 @@ pub struct Engine {
     /// their traffic passes as it is. Keyed by ("", child session id).
     native_children: RecentSet,
     /// The sessions the client knows, for agent requests while one is being created.
-    sessions: early_requests::SessionsKnown,
+    sessions: client::early_requests::SessionsKnown,
     /// Child sessions named by subagent cards from the agent side (another link's).
-    foreign: foreign::ForeignCards,
+    foreign: quirks::foreign::ForeignCards,
     /// Standard child sessions whose announcement was refused.
-    refused: guards::Refused,
+    refused: quirks::guards::Refused,
     /// The time of the frame (or timeout) being handled.
     now: Millis,
     /// Live progress of cards, paced.
-    pace: pace::Pacer,
+    pace: child::pace::Pacer,
     /// Children the agent replays itself, fetched by the proxy.
     agent_replays: AgentReplays,
     /// Calls beside spawns that carry their children's work.
@@ -192,7 +187,7 @@ impl Engine {
             foreign: Default::default(),
             refused: Default::default(),
             now: 0,
-            pace: pace::Pacer::default(),
+            pace: child::pace::Pacer::default(),
             agent_replays: AgentReplays::default(),
             siblings: Siblings::default(),
         }
@@ -432,6 +427,70 @@ impl Engine {
         }
     }
 
+    /// When [`Engine::handle_timeout`] must next be called, if ever.
+    pub fn poll_timeout(&self) -> Option<Millis> {
+        self.held_deadline()
+            .into_iter()
+            .chain(self.pace.next_due())
+            .chain(self.agent_replays.deadline())
+            .min()
+    }
+
+    /// Time passed: release what waited too long, send the card progress that is due.
+    pub fn handle_timeout(&mut self, now: Millis, out: &mut Vec<Action>) {
+        self.now = self.now.max(now);
+        self.progress_due(now, out);
+        self.replay_timeouts(now, out);
+        self.release_held_due(now, out);
+    }
+
+    /// Children the store kept for a parent session (after a restart).
+    pub fn restore(&mut self, children: Vec<StoredChild>) {
+        for stored in children {
+            let id = stored.child_id.clone();
+            client::child_sessions::restore_child(&mut self.reg, stored);
+            let replaying = &self.replaying;
+            if let Some(child) = self.reg.get_mut(&id) {
+                child.replay = if replaying.contains(&child.top_session) && !child.thread.is_empty()
+                {
+                    Replay::Known
+                } else {
+                    Replay::Live
+                };
+            }
+        }
+    }
+
+    /// The store's answer to [`Action::FetchChild`]: serve or refuse the held request.
+    pub fn child_fetched(
+        &mut self,
+        child: Option<StoredChild>,
+        request: Bytes,
+        now: Millis,
+        out: &mut Vec<Action>,
+    ) {
+        if self.store_tried.len() >= STORE_TRIED_MAX {
+            // Only a cache of answers: forgetting it means asking the store again.
+            self.store_tried.clear();
+        }
+        let restored = child.map(|stored| {
+            let id = ChildId::known(stored.child_id.clone());
+            self.store_tried.insert(stored.child_id.clone());
+            client::child_sessions::restore_child(&mut self.reg, stored);
+            id
+        });
+        if let Parsed::Message(env) = envelope::parse(&request) {
+            if let Some(sid) = session_of(env.params) {
+                self.store_tried.insert(sid);
+            }
+        }
+        self.from_client(request, now, out);
+        if let Some(id) = restored {
+            // Served: a finished child leaves memory again in its turn, like any other.
+            self.retire(&id);
+        }
+    }
+
     /// The agent is gone: answer every request the client still waits for with an error
     /// that says why, oldest first.
     pub fn agent_gone(&mut self, reason: &str, out: &mut Vec<Action>) {
@@ -525,7 +584,7 @@ impl Engine {
                 out.push(Action::ToClient(frame));
             }
             "session/list" if self.models_subagents() => out.push(Action::ToClient(
-                child_sessions::filter_session_list(&self.reg, frame),
+                client::child_sessions::filter_session_list(&self.reg, frame),
             )),
             "session/prompt" if self.models_subagents() => {
                 out.push(Action::ToClient(frame));

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use super::{str_field, Action, Engine};
+use crate::engine::{str_field, Action, Engine};
 use crate::subagents::detect::{PresetId, SpawnEvent};
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::{Card, Child, ChildState, Prompt, Run, SpawnSite};
@@ -22,7 +22,7 @@ struct Reading {
 
 impl Engine {
     /// A spawn tool call: create (or find, after a restart or in a replay) its child.
-    pub(super) fn new_spawn(
+    pub(in crate::engine) fn new_spawn(
         &mut self,
         site: SpawnSite,
         tool_name: String,
@@ -75,7 +75,7 @@ impl Engine {
     }
 
     /// A frame of the spawn tool call itself: keep the card current on the parent.
-    pub(super) fn spawn_event(
+    pub(in crate::engine) fn spawn_event(
         &mut self,
         cid: &ChildId,
         kind: &str,

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::{str_field, Action, Engine, Millis, NoteLevel};
+use crate::engine::{str_field, Action, Engine, Millis, NoteLevel};
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::Child;
 use crate::subagents::render::zed;
@@ -17,10 +17,10 @@ use crate::wire::{self, write};
 
 /// A permission request waiting to learn which session it belongs to.
 #[derive(Debug)]
-pub(super) struct HeldRequest {
+pub(in crate::engine) struct HeldRequest {
     session: String,
     tool_call_id: String,
-    pub(super) frame: Bytes,
+    pub(in crate::engine) frame: Bytes,
     deadline: Millis,
 }
 
@@ -35,20 +35,13 @@ struct Unowned {
 }
 
 impl Engine {
-    /// When [`Engine::handle_timeout`] must next be called, if ever.
-    pub fn poll_timeout(&self) -> Option<Millis> {
-        let held = self.held.iter().map(|h| h.deadline).min();
-        held.into_iter()
-            .chain(self.pace.next_due())
-            .chain(self.agent_replays.deadline())
-            .min()
+    /// When the first held request is due, if one is held.
+    pub(in crate::engine) fn held_deadline(&self) -> Option<Millis> {
+        self.held.iter().map(|h| h.deadline).min()
     }
 
-    /// Time passed: release what waited too long, send the card progress that is due.
-    pub fn handle_timeout(&mut self, now: Millis, out: &mut Vec<Action>) {
-        self.now = self.now.max(now);
-        self.progress_due(now, out);
-        self.replay_timeouts(now, out);
+    /// Held requests that waited `permission_hold_ms` go where they were sent.
+    pub(in crate::engine) fn release_held_due(&mut self, now: Millis, out: &mut Vec<Action>) {
         let (due, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
             .into_iter()
             .partition(|h| h.deadline <= now);
@@ -69,7 +62,12 @@ impl Engine {
     /// A request from the agent to the client (`session/request_permission`, `fs/*`,
     /// `terminal/*`, ...): sent under a session the client knows, or held while it may still
     /// turn out to be a child's.
-    pub(super) fn route_agent_request(&mut self, frame: Bytes, now: Millis, out: &mut Vec<Action>) {
+    pub(in crate::engine) fn route_agent_request(
+        &mut self,
+        frame: Bytes,
+        now: Millis,
+        out: &mut Vec<Action>,
+    ) {
         let Some(u) = self.route_to_owner(frame, out) else {
             return;
         };
@@ -256,7 +254,7 @@ impl Engine {
     }
 
     /// A tool call was seen: permission requests held for it can be routed now.
-    pub(super) fn release_held(
+    pub(in crate::engine) fn release_held(
         &mut self,
         session: &str,
         tool_call_id: &str,
