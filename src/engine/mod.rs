@@ -57,15 +57,13 @@ use crate::wire::keys;
 use crate::wire::read_ahead::{AgentScan, Pre, RunScan, Scanner};
 use crate::wire::update_view::UpdateFrame;
 use crate::wire::{self, write};
-use client::permissions::HeldRequest;
+use client::permissions::Held;
+use client::reopen::Reopen;
 use pending::PendingRequests;
 use quirks::child_fetch::AgentReplays;
 use quirks::sibling::Siblings;
 use recent::RecentSet;
 use runs::Fate;
-
-/// Child ids remembered as already looked up in the store, at most.
-const STORE_TRIED_MAX: usize = 4096;
 
 /// Milliseconds on a monotonic clock chosen by the shell.
 pub type Millis = u64;
@@ -98,11 +96,10 @@ pub struct Engine {
     /// The agent itself supports `session/load` (we advertise it to Zed either way).
     agent_loads: bool,
     agent_name: String,
-    /// Parent sessions whose `session/load` replay is under way.
-    replaying: HashSet<String>,
-    held: Vec<HeldRequest>,
-    /// Child ids the store was already asked about (a miss there is final).
-    store_tried: HashSet<String>,
+    /// Parents being reopened, and what the store was asked.
+    reopen: Reopen,
+    /// Permission requests held for attribution, and the parents' recent tool calls.
+    held: Held,
     /// Mismatch reports already made (each kind once per connection).
     reported: HashSet<String>,
     /// Spawns over a limit, as (agent session, tool call id): their events pass through.
@@ -110,11 +107,6 @@ pub struct Engine {
     passthrough_spawns: RecentSet,
     /// Finished children in the order they finished (the oldest leave memory first).
     finished: std::collections::VecDeque<ChildId>,
-    /// Synthesized cards already shown again during the current parent replays.
-    replay_cards: HashSet<ChildId>,
-    /// Recent tool calls that went to a top-level thread: their permission requests are the
-    /// parent's and never wait for attribution.
-    parent_tools: RecentSet,
     /// The tool calls top-level threads hold, for Zed's order rules (`tool_order`).
     thread_tools: tool_order::ThreadTools,
     /// Child sessions the agent announced itself, for a client that speaks standard subagents:
@@ -173,14 +165,11 @@ impl Engine {
             render,
             agent_loads: false,
             agent_name: String::new(),
-            replaying: HashSet::new(),
-            held: Vec::new(),
-            store_tried: HashSet::new(),
+            reopen: Reopen::default(),
+            held: Held::default(),
             reported: HashSet::new(),
             passthrough_spawns: RecentSet::default(),
             finished: std::collections::VecDeque::new(),
-            replay_cards: HashSet::new(),
-            parent_tools: RecentSet::default(),
             thread_tools: tool_order::ThreadTools::default(),
             native_children: RecentSet::default(),
             sessions: Default::default(),
@@ -429,7 +418,8 @@ impl Engine {
 
     /// When [`Engine::handle_timeout`] must next be called, if ever.
     pub fn poll_timeout(&self) -> Option<Millis> {
-        self.held_deadline()
+        self.held
+            .deadline()
             .into_iter()
             .chain(self.pace.next_due())
             .chain(self.agent_replays.deadline())
@@ -449,10 +439,9 @@ impl Engine {
         for stored in children {
             let id = stored.child_id.clone();
             client::child_sessions::restore_child(&mut self.reg, stored);
-            let replaying = &self.replaying;
+            let reopen = &self.reopen;
             if let Some(child) = self.reg.get_mut(&id) {
-                child.replay = if replaying.contains(&child.top_session) && !child.thread.is_empty()
-                {
+                child.replay = if reopen.replaying(&child.top_session) && !child.thread.is_empty() {
                     Replay::Known
                 } else {
                     Replay::Live
@@ -469,21 +458,17 @@ impl Engine {
         now: Millis,
         out: &mut Vec<Action>,
     ) {
-        if self.store_tried.len() >= STORE_TRIED_MAX {
-            // Only a cache of answers: forgetting it means asking the store again.
-            self.store_tried.clear();
-        }
+        let asked = match envelope::parse(&request) {
+            Parsed::Message(env) => session_of(env.params),
+            _ => None,
+        };
+        let found = child.as_ref().map(|stored| stored.child_id.clone());
+        self.reopen.store_answered(found.into_iter().chain(asked));
         let restored = child.map(|stored| {
             let id = ChildId::known(stored.child_id.clone());
-            self.store_tried.insert(stored.child_id.clone());
             client::child_sessions::restore_child(&mut self.reg, stored);
             id
         });
-        if let Parsed::Message(env) = envelope::parse(&request) {
-            if let Some(sid) = session_of(env.params) {
-                self.store_tried.insert(sid);
-            }
-        }
         self.from_client(request, now, out);
         if let Some(id) = restored {
             // Served: a finished child leaves memory again in its turn, like any other.
@@ -498,9 +483,9 @@ impl Engine {
         self.flush_progress(out);
         // Children waiting for the agent's replay get what their spawn said.
         self.replays_abandoned(out);
-        for held in std::mem::take(&mut self.held) {
+        for frame in self.held.drain() {
             // The client may still answer nothing useful, but it must not lose the frame.
-            out.push(Action::ToClient(held.frame));
+            out.push(Action::ToClient(frame));
         }
         for req in self.client_requests.drain_in_order() {
             let line = write::error(
@@ -526,14 +511,9 @@ impl Engine {
         sizes.extend(self.render.footprint());
         sizes.extend([
             ("pending_client_requests", self.client_requests.len()),
-            ("replaying", self.replaying.len()),
-            ("held", self.held.len()),
-            ("store_tried", self.store_tried.len()),
             ("reported", self.reported.len()),
             ("passthrough_spawns", self.passthrough_spawns.len()),
             ("finished", self.finished.len()),
-            ("replay_cards", self.replay_cards.len()),
-            ("parent_tools", self.parent_tools.len()),
             ("thread_tools", self.thread_tools.len()),
             ("native_children", self.native_children.len()),
             ("known_sessions", self.sessions.len()),
@@ -541,6 +521,8 @@ impl Engine {
             ("refused_children", self.refused.len()),
             ("paced_cards", self.pace.len()),
         ]);
+        sizes.extend(self.held.footprint());
+        sizes.extend(self.reopen.footprint());
         sizes.extend(self.agent_replays.footprint());
         sizes.extend(self.siblings.footprint());
         sizes

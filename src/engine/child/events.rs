@@ -169,7 +169,7 @@ impl Engine {
         let replaying = self
             .reg
             .get(cid)
-            .is_some_and(|c| self.replaying.contains(&c.top_session));
+            .is_some_and(|c| self.reopen.replaying(&c.top_session));
         self.record_announced_prompt(cid, out);
         let Some(child) = self.reg.get_mut(cid) else {
             return;

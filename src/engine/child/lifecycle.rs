@@ -156,7 +156,7 @@ impl Engine {
             self.end_progress(&old);
             self.agent_replays.forget(&old);
             self.siblings.forget(&old);
-            self.store_tried.remove(old.as_str());
+            self.reopen.forget(old.as_str());
         }
     }
 

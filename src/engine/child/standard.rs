@@ -45,8 +45,8 @@ impl Engine {
                 let replaying = self
                     .reg
                     .get(&cid)
-                    .is_some_and(|c| self.replaying.contains(&c.top_session));
-                if replaying && self.replay_cards.insert(cid.clone()) {
+                    .is_some_and(|c| self.reopen.replaying(&c.top_session));
+                if replaying && self.reopen.show_card(&cid) {
                     // The parent is being reopened: its thread needs the card again.
                     if let Some(child) = self.reg.get(&cid) {
                         let card = self.render.synthesized_card(child);
@@ -103,8 +103,8 @@ impl Engine {
                     child.title = "Subagent".into();
                 }
                 let card = self.render.synthesized_card(&child);
-                if self.replaying.contains(&child.top_session) {
-                    self.replay_cards.insert(cid.clone());
+                if self.reopen.replaying(&child.top_session) {
+                    self.reopen.show_card(&cid);
                 }
                 self.reg.insert(child);
                 self.persist_child(&cid, out);

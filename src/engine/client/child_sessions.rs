@@ -32,7 +32,7 @@ impl Engine {
     ) {
         if !self.reg.is_child(sid) {
             let loading = matches!(method, "session/load" | "session/resume");
-            if loading && !self.store_tried.contains(sid) {
+            if loading && !self.reopen.store_tried(sid) {
                 // Not in memory: the durable store may know it (the proxy restarted).
                 out.push(Action::FetchChild {
                     child_id: sid.to_owned(),

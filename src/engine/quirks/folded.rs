@@ -21,7 +21,7 @@ impl Engine {
         let replaying = self
             .reg
             .get(cid)
-            .is_some_and(|c| self.replaying.contains(&c.top_session));
+            .is_some_and(|c| self.reopen.replaying(&c.top_session));
         let nested = self
             .reg
             .get(cid)

@@ -120,7 +120,7 @@ impl Engine {
             }
         }
         if let (Some(t), "tool_call") = (tool, kind) {
-            self.parent_tools.insert(session, t);
+            self.held.parent_tool(session, t);
             self.release_held(session, t, out);
         }
     }

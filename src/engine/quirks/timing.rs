@@ -30,7 +30,7 @@ impl Engine {
         }
         // An update of a tool call the parent started stays the parent's.
         if kind == "tool_call_update"
-            && tool.is_some_and(|t| self.parent_tools.contains(agent_session, t))
+            && tool.is_some_and(|t| self.held.is_parent_tool(agent_session, t))
         {
             return None;
         }
