@@ -6,7 +6,9 @@
 // System calls and SIMD intrinsics only, in the modules that allow it by name.
 #![deny(unsafe_code)]
 
-// Layers, bottom up: each imports only the ones above it (tests/it/layers.rs checks).
+// Layers (listed alphabetically), bottom up: {units, wire, zed_view} ← subagents ← engine ←
+// {chain, dump, store, transport} ← config ← dump_tools ← devtools; each imports only the
+// ones below it (tests/it/layers.rs checks).
 mod chain;
 pub mod config;
 pub mod dump;

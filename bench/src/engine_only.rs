@@ -62,7 +62,7 @@ pub(crate) fn run(
         ];
         for (c, a) in client.iter().zip(&agent) {
             engine.from_client(Bytes::from(format!("{c}\n")), 0, &mut out);
-            engine.from_agent(Bytes::from(format!("{a}\n")), 0, &mut out);
+            engine.from_agent(&Bytes::from(format!("{a}\n")), None, 0, &mut out);
         }
         out.clear();
         let (mut to_client, mut stored, mut other, mut frames) = (0, 0, 0, 0);
@@ -76,11 +76,13 @@ pub(crate) fn run(
             if engine.poll_timeout().is_some_and(|t| t <= now) {
                 engine.handle_timeout(now, &mut out);
             }
-            engine.from_agent(data.slice(pos..end), now, &mut out);
+            engine.from_agent(&data.slice(pos..end), None, now, &mut out);
             frames += 1;
             for a in out.drain(..) {
                 match a {
-                    Action::ToClient(_) => to_client += 1,
+                    Action::ToClient(_) | Action::Untouched(_) => to_client += 1,
+                    // A marker: what follows is the line's outcome.
+                    Action::Read(_) => {}
                     Action::Store(op) => {
                         stored += 1;
                         if let StoreOp::AppendUpdate { update, .. } = op {

@@ -208,7 +208,7 @@ impl Driver {
         if to_agent_side {
             self.engine.from_client(frame, self.now, &mut out);
         } else {
-            self.engine.from_agent(frame, self.now, &mut out);
+            self.engine.from_agent(&frame, None, self.now, &mut out);
         }
         self.carry_out(out);
     }
@@ -220,10 +220,11 @@ impl Driver {
             steps += 1;
             assert!(steps < 100_000, "runaway action list");
             match a {
-                Action::ToClient(b) => {
+                Action::ToClient(b) | Action::Untouched(b) => {
                     self.check_output(&b);
                     check_cards(&b);
                 }
+                Action::Read(_) => {}
                 Action::ToAgent(b) => self.check_output(&b),
                 Action::Note(_) | Action::Store(_) => {}
                 Action::FetchChildren { .. } => self.engine.restore(Vec::new()),

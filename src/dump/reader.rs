@@ -75,6 +75,8 @@ pub struct Record {
     pub redacted: bool,
     /// A piece of an oversized line that continues in the next record of this direction.
     pub partial: bool,
+    /// An agent line that came in the same read as the agent line before it (one run).
+    pub same_read: bool,
     /// The record exactly as it is in the file.
     pub raw: String,
 }
@@ -178,6 +180,7 @@ pub fn parse_record(file: usize, line_no: u64, text: &str) -> Result<Record, Str
         invalid_utf8: rec.invalid_utf8,
         redacted: rec.redacted,
         partial: rec.partial,
+        same_read: rec.same_read,
         raw: text.to_owned(),
     })
 }

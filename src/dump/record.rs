@@ -145,6 +145,8 @@ enum Record {
         ts: f64,
         dir: Direction,
         bytes: Bytes,
+        /// An agent line that came in the same read as the agent line recorded before it.
+        same_read: bool,
     },
     Note {
         ts: f64,
@@ -212,6 +214,10 @@ pub struct RecordLine {
     /// of the same `dir`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub partial: bool,
+    /// An agent line that came in the same read as the agent line recorded before it (the
+    /// engine took them as one run, and a replay does too).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub same_read: bool,
     /// The line as it was on the wire, without its terminator.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frame: Option<String>,
@@ -296,10 +302,21 @@ impl Dump {
 
     /// Record one frame. Never blocks; a full queue counts the frame as lost.
     pub fn frame(&self, dir: Direction, bytes: &Bytes) {
+        self.send_frame(dir, bytes, false);
+    }
+
+    /// Record one line from the agent; `same_read`: it came in the same read as the agent
+    /// line recorded before it (the engine took them as one run, and a replay does too).
+    pub fn agent_line(&self, bytes: &Bytes, same_read: bool) {
+        self.send_frame(Direction::AgentToProxy, bytes, same_read);
+    }
+
+    fn send_frame(&self, dir: Direction, bytes: &Bytes, same_read: bool) {
         let rec = Record::Frame {
             ts: unix_now(),
             dir,
             bytes: bytes.clone(),
+            same_read,
         };
         if self.tx.try_send(rec).is_err() {
             self.lost.fetch_add(1, Ordering::Relaxed);
@@ -384,43 +401,25 @@ pub fn rotated_path(path: &Path, n: u32) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// An exclusive `flock` on a file, released when dropped.
+/// An exclusive lock on a file, released when dropped.
 struct Locked<'a>(&'a std::fs::File);
 
 impl<'a> Locked<'a> {
     fn new(file: &'a std::fs::File) -> std::io::Result<Locked<'a>> {
-        loop {
-            match flock(file, libc::LOCK_EX) {
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-                Ok(()) => return Ok(Locked(file)),
-            }
-        }
+        crate::platform::lock_exclusive(file)?;
+        Ok(Locked(file))
     }
 }
 
 impl Drop for Locked<'_> {
     fn drop(&mut self) {
         // Closing the file would release the lock too.
-        let _ = flock(self.0, libc::LOCK_UN);
-    }
-}
-
-/// `flock(2)`: std's `File::lock` needs a newer Rust than the one this crate supports.
-#[allow(unsafe_code)]
-fn flock(file: &std::fs::File, op: libc::c_int) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: flock on a descriptor `file` owns for the whole call; no memory is involved.
-    if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
+        let _ = crate::platform::unlock(self.0);
     }
 }
 
 fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    a.dev() == b.dev() && a.ino() == b.ino()
+    crate::platform::file_identity(a) == crate::platform::file_identity(b)
 }
 
 impl Output {
@@ -655,7 +654,12 @@ fn render(rec: &Record, redact: bool) -> RecordLine {
             note: Some(message.clone()),
             ..RecordLine::default()
         },
-        Record::Frame { ts, dir, bytes } => {
+        Record::Frame {
+            ts,
+            dir,
+            bytes,
+            same_read,
+        } => {
             let body = crate::wire::line_body(bytes);
             let is_frame = *dir != Direction::AgentStderr;
             let mut rec = RecordLine {
@@ -663,6 +667,7 @@ fn render(rec: &Record, redact: bool) -> RecordLine {
                 dir: *dir,
                 // A piece of a line longer than max_frame_bytes (the rest follows).
                 partial: is_frame && !bytes.ends_with(b"\n"),
+                same_read: *same_read,
                 ..RecordLine::default()
             };
             let Ok(text) = std::str::from_utf8(body) else {
@@ -697,22 +702,20 @@ pub fn recorded_text(dir: Direction, bytes: &Bytes, redact: bool) -> String {
         ts: 0.0,
         dir,
         bytes: bytes.clone(),
+        same_read: false,
     };
     render(&rec, redact).frame.unwrap_or_default()
 }
 
 /// Open a file for appending (created if missing), readable and writable by the owner only.
 pub fn open_append_private(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let file = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .open(path)?;
+    let file =
+        crate::platform::private_file(std::fs::OpenOptions::new().append(true).create(true))
+            .open(path)?;
     // An existing file keeps its old mode on open: tighten it (not a FIFO or a terminal
     // someone else owns).
     if file.metadata().is_ok_and(|m| m.is_file()) {
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        crate::platform::make_private(&file)?;
     }
     Ok(file)
 }
@@ -778,6 +781,7 @@ mod tests {
                 ts: 1.0,
                 dir,
                 bytes: Bytes::copy_from_slice(text),
+                same_read: false,
             },
             redact,
         ))
@@ -790,6 +794,7 @@ mod tests {
                 ts: 1.5,
                 dir,
                 bytes: Bytes::copy_from_slice(text),
+                same_read: false,
             },
             true,
         );

@@ -4,7 +4,8 @@
 //!
 //! The dump's records are in the order the relay handled them, so every output belongs to
 //! the input before it: the comparison is made input by input, and a difference is shown at
-//! the input that caused it. Child transcripts go to an in-memory store, shared by the dumps
+//! the input that caused it. Agent lines that came in one read (`same_read`) go to the engine
+//! as one run, as they did live; the engine's actions say where each line's outputs start. Child transcripts go to an in-memory store, shared by the dumps
 //! of one replay (give the dump of an earlier run first to replay a restart).
 
 use std::collections::VecDeque;
@@ -56,6 +57,9 @@ pub struct Difference {
 #[derive(Debug, Default)]
 pub struct Report {
     pub inputs: u64,
+    /// Agent reads handed to the engine as runs, and the lines in them.
+    pub agent_reads: u64,
+    pub agent_lines: u64,
     pub to_client: u64,
     pub to_agent: u64,
     pub notes: u64,
@@ -68,6 +72,16 @@ pub struct Report {
 
 /// Differences kept in a report (the rest are counted).
 const MAX_DIFFERENCES: usize = 20;
+
+/// Agent lines of one read, gathered until the read ends, then handed to the engine as one
+/// run (as the relay does).
+#[derive(Debug, Default)]
+struct AgentRead {
+    run: Vec<u8>,
+    now: u64,
+    /// The steps of the lines before the last (the last one's is the current step).
+    steps: Vec<Step>,
+}
 
 /// The engine and what surrounds it in the relay, without the I/O.
 pub struct Replayer {
@@ -82,6 +96,10 @@ pub struct Replayer {
     /// Per input direction: the last record was a piece of an oversized line.
     continuing: [bool; 2],
     step: Step,
+    /// The agent read being gathered.
+    read: Option<AgentRead>,
+    /// While a read's actions are carried out: the steps of its lines still to come.
+    read_steps: Option<VecDeque<Step>>,
     run: Option<String>,
     first_input: bool,
     compare: bool,
@@ -115,6 +133,8 @@ impl Replayer {
             now: 0,
             continuing: [false; 2],
             step: Step::default(),
+            read: None,
+            read_steps: None,
             run: None,
             first_input: true,
             compare,
@@ -132,6 +152,7 @@ impl Replayer {
         let new_run =
             (!same_run && self.run.is_some()) || (info.run.is_none() && !self.first_input);
         if new_run {
+            self.end_read();
             self.close_step();
             self.engine = Engine::new(self.engine_cfg.clone());
             self.chain = None;
@@ -156,8 +177,12 @@ impl Replayer {
 
     /// One record of the dump.
     pub fn record(&mut self, rec: &Record) {
+        let joins = rec.dir.is_input() && self.joins_read(rec);
+        if rec.dir.is_input() && !joins {
+            self.end_read();
+        }
         match rec.dir {
-            Direction::ClientToProxy | Direction::AgentToProxy => self.input(rec),
+            Direction::ClientToProxy | Direction::AgentToProxy => self.input(rec, joins),
             Direction::ProxyToClient | Direction::ProxyToAgent => {
                 self.recorded(rec.line, rec.dir, rec.frame.clone().unwrap_or_default())
             }
@@ -178,14 +203,31 @@ impl Replayer {
         }
     }
 
-    fn input(&mut self, rec: &Record) {
+    /// An input record; `joins`: one more line of the agent read being gathered.
+    fn input(&mut self, rec: &Record, joins: bool) {
         let idx = input_index(rec.dir);
         let continuation = self.continuing[idx];
         self.continuing[idx] = rec.partial;
         let now = self.ms(rec.ts);
+        if joins {
+            // One more line of the read: a step of its own, no time passes.
+            self.report.inputs += 1;
+            let step = std::mem::take(&mut self.step);
+            self.step.input = Some((rec.file, rec.line, rec.dir));
+            if let Some(read) = &mut self.read {
+                read.steps.push(step);
+                read.run
+                    .extend_from_slice(rec.frame.as_deref().unwrap_or("").as_bytes());
+                read.run.push(b'\n');
+            }
+            return;
+        }
         if !continuation {
-            // Time passed before this frame arrived: what waited too long goes first.
-            self.fire_timers(now);
+            // Time passed before this frame arrived (unless it came in the read before): what
+            // waited too long goes first.
+            if !rec.same_read {
+                self.fire_timers(now);
+            }
             self.close_step();
             self.step.input = Some((rec.file, rec.line, rec.dir));
             self.report.inputs += 1;
@@ -237,15 +279,73 @@ impl Replayer {
         match &mut self.chain {
             Some(chain) => match chain.route_inbound(frame) {
                 Route::Client(inner) => self.engine.from_client(inner, now, &mut actions),
-                Route::Agent(inner) => self.engine.from_agent(inner, now, &mut actions),
+                Route::Agent(inner) => self.engine.from_agent(&inner, None, now, &mut actions),
                 Route::Drop(_) => {}
             },
             None if rec.dir == Direction::ClientToProxy => {
                 self.engine.from_client(frame, now, &mut actions)
             }
-            None => self.engine.from_agent(frame, now, &mut actions),
+            None => {
+                // Handed to the engine when the read ends.
+                self.read = Some(AgentRead {
+                    run: frame.to_vec(),
+                    now,
+                    steps: Vec::new(),
+                });
+                return;
+            }
         }
         self.execute(actions);
+    }
+
+    /// Whether `rec` is one more line of the agent read being gathered.
+    fn joins_read(&self, rec: &Record) -> bool {
+        rec.same_read
+            && rec.dir == Direction::AgentToProxy
+            && self.read.is_some()
+            && !rec.partial
+            && !self.continuing[input_index(rec.dir)]
+            && rec.frame.as_ref().map_or(0, |f| f.len() + 1) <= self.max_frame
+    }
+
+    /// The agent read gathered so far goes to the engine as one run, as the relay hands it
+    /// over (with what its reader thread finds ahead); each line's outputs are compared with
+    /// the ones the dump recorded after that line.
+    fn end_read(&mut self) {
+        let Some(read) = self.read.take() else {
+            return;
+        };
+        self.report.agent_reads += 1;
+        self.report.agent_lines += read.steps.len() as u64 + 1;
+        let run = Bytes::from(read.run);
+        let ahead = self.engine.models_subagents().then(|| {
+            let scanner = self.engine.scanner();
+            scanner.reads_new_tool_calls(self.engine.reads_new_tool_calls());
+            scanner.scan_run(&run)
+        });
+        let mut steps: VecDeque<Step> = read.steps.into();
+        steps.push_back(std::mem::take(&mut self.step));
+        let mut actions = Vec::new();
+        self.engine.from_agent(&run, ahead, read.now, &mut actions);
+        self.read_steps = Some(steps);
+        self.execute(actions);
+        // The last line's step stays open: what the proxy did on its own after it (timers)
+        // is recorded there.
+        if let Some(rest) = self.read_steps.take() {
+            for step in rest {
+                self.close_step();
+                self.step = step;
+            }
+        }
+    }
+
+    /// The engine's outputs now belong to the next line of the read being carried out.
+    fn next_line_step(&mut self) {
+        let Some(next) = self.read_steps.as_mut().and_then(VecDeque::pop_front) else {
+            return;
+        };
+        self.close_step();
+        self.step = next;
     }
 
     fn fire_timers(&mut self, now: u64) {
@@ -292,6 +392,21 @@ impl Replayer {
                         text,
                     });
                 }
+                Action::Untouched(bytes) => {
+                    for (a, b) in crate::wire::lines(&bytes) {
+                        let line = bytes.slice(a..b);
+                        self.next_line_step();
+                        let text = recorded_text(Direction::ProxyToClient, &line, self.redact);
+                        if let Some(chain) = &mut self.chain {
+                            let _ = chain.wrap_for_predecessor(line);
+                        }
+                        self.emit(Out {
+                            dir: Direction::ProxyToClient,
+                            text,
+                        });
+                    }
+                }
+                Action::Read(_) => self.next_line_step(),
                 Action::ToAgent(bytes) => {
                     let text = recorded_text(Direction::ProxyToAgent, &bytes, self.redact);
                     if let Some(chain) = &mut self.chain {
@@ -369,6 +484,7 @@ impl Replayer {
     /// The end of the dump: timers still due while the dump was written, and the agent's
     /// end if the dump shows the proxy answering for a dead agent.
     pub fn finish(&mut self, last_ts: Option<f64>) {
+        self.end_read();
         if let Some(ts) = last_ts {
             let now = self.ms(ts);
             self.fire_timers(now);

@@ -9,6 +9,14 @@ use crate::subagents::persist::StoreOp;
 pub enum Action {
     /// Write these bytes (one or more complete lines) to the client.
     ToClient(Bytes),
+    /// Agent lines (a slice of the run handed to [`Engine::from_agent`](super::Engine::from_agent))
+    /// that go to the client as they came: the engine neither changed nor kept anything of
+    /// them. Written like [`Action::ToClient`].
+    Untouched(Bytes),
+    /// An agent line of the run the engine read: the actions up to the next `Read` or
+    /// [`Action::Untouched`] are what it made of it (possibly nothing). Nothing is sent; the
+    /// shell records the line in the dump here, so each input stands before its outputs.
+    Read(Bytes),
     /// Write these bytes (one or more complete lines) to the agent.
     ToAgent(Bytes),
     /// A diagnostic worth a line on stderr and a record in the dump.

@@ -45,7 +45,7 @@ impl Engine {
         let is_zed = client_name.to_ascii_lowercase().contains("zed");
         // Which Zed: the child threads' entries are counted as it counts them.
         self.reg.set_entry_rules(EntryRules::of_client(params));
-        let link_before = super::foreign::client_side_rewrites(params);
+        let link_before = super::quirks::foreign::client_side_rewrites(params);
         let mode = match self.cfg.display {
             // A rewriting link on the client side already does the work: relay.
             _ if link_before => Mode::Off,

@@ -4,45 +4,36 @@
 //! I/O or reads a clock: the shell passes each frame with a timestamp and carries out the
 //! returned [`Action`]s in order. Frames it does not change are forwarded as the same `Bytes`.
 //!
-//! Its two entries, [`Engine::from_client`] and [`Engine::from_agent`], are here; the work is
-//! split by concern:
+//! Its whole API is the one `impl Engine` here: frames from the client
+//! ([`Engine::from_client`]), runs of lines from the agent ([`Engine::from_agent`]), time
+//! ([`Engine::poll_timeout`], [`Engine::handle_timeout`]), the store's answers
+//! ([`Engine::restore`], [`Engine::child_fetched`]) and the agent's end. The work is split by
+//! concern, the main flow apart from what single agent families need:
 //! - `handshake`: `initialize`, which decides the output flavour (and its renderer);
+//! - `runs`: a run of agent lines, the ones the state cannot concern passed untouched;
 //! - `route`: where an agent's `session/update` goes (most pass on the bytes alone);
-//! - `spawn`, `standard`: children announced by a spawn tool call (legacy wires) or by
-//!   standard ACP `subagent_update`s;
-//! - `child_events`, `thread`: a child's own events, recorded in its thread;
-//! - `lifecycle`: finishing, continuing, cancelling, limits, letting go;
-//! - `permissions`: the agent's requests to the client, held while unattributed;
-//! - `child_sessions`: what the client sends about child sessions (the proxy serves them);
-//! - `replay`: reopened parents and the children the store kept.
+//! - `tool_order`: Zed's rules for the tool calls of a thread;
+//! - `child`: a child's life (spawned or announced, its events and thread, its end, its
+//!   card's paced progress);
+//! - `client`: the client's side (child sessions it opens, parents it reopens, the agent's
+//!   requests to it, requests for a session it is still creating);
+//! - `quirks`: mechanisms of single agent families (children the agent replays, sibling
+//!   calls, folded work, timing, end signals, foreign cards, refused announcements);
+//! - `pending`, `recent`: the bounded collections the rest keeps.
 //!
 //! The engine imports only [`crate::wire`] and [`crate::subagents`]; the shell, the store and
 //! the config depend on it, never the other way round.
 
 mod action;
-mod agent_replay;
-mod child_events;
-mod child_sessions;
+mod child;
+mod client;
 mod config;
-mod early_requests;
-mod folded;
-mod foreign;
-mod guards;
 mod handshake;
-mod lifecycle;
-mod pace;
 mod pending;
-mod permissions;
+mod quirks;
 mod recent;
-mod replay;
 mod route;
 mod runs;
-mod sibling;
-mod signals;
-mod spawn;
-mod standard;
-mod thread;
-mod timing;
 mod tool_order;
 
 pub use action::{Action, Note, NoteLevel};
@@ -58,18 +49,21 @@ use serde_json::Value;
 
 use crate::subagents::detect::Detector;
 use crate::subagents::ids::ChildId;
-use crate::subagents::model::Registry;
+use crate::subagents::model::{Registry, Replay};
+use crate::subagents::persist::StoredChild;
 use crate::subagents::render::Render;
 use crate::wire::envelope::{self, Kind, Parsed};
 use crate::wire::keys;
-use crate::wire::read_ahead::{AgentScan, Pre, Scanner};
+use crate::wire::read_ahead::{AgentScan, Pre, RunScan, Scanner};
 use crate::wire::update_view::UpdateFrame;
 use crate::wire::{self, write};
-use agent_replay::AgentReplays;
+use client::permissions::Held;
+use client::reopen::Reopen;
 use pending::PendingRequests;
-use permissions::HeldRequest;
+use quirks::child_fetch::AgentReplays;
+use quirks::sibling::Siblings;
 use recent::RecentSet;
-use sibling::Siblings;
+use runs::Fate;
 
 /// Milliseconds on a monotonic clock chosen by the shell.
 pub type Millis = u64;
@@ -102,11 +96,10 @@ pub struct Engine {
     /// The agent itself supports `session/load` (we advertise it to Zed either way).
     agent_loads: bool,
     agent_name: String,
-    /// Parent sessions whose `session/load` replay is under way.
-    replaying: HashSet<String>,
-    held: Vec<HeldRequest>,
-    /// Child ids the store was already asked about (a miss there is final).
-    store_tried: HashSet<String>,
+    /// Parents being reopened, and what the store was asked.
+    reopen: Reopen,
+    /// Permission requests held for attribution, and the parents' recent tool calls.
+    held: Held,
     /// Mismatch reports already made (each kind once per connection).
     reported: HashSet<String>,
     /// Spawns over a limit, as (agent session, tool call id): their events pass through.
@@ -114,26 +107,21 @@ pub struct Engine {
     passthrough_spawns: RecentSet,
     /// Finished children in the order they finished (the oldest leave memory first).
     finished: std::collections::VecDeque<ChildId>,
-    /// Synthesized cards already shown again during the current parent replays.
-    replay_cards: HashSet<ChildId>,
-    /// Recent tool calls that went to a top-level thread: their permission requests are the
-    /// parent's and never wait for attribution.
-    parent_tools: RecentSet,
     /// The tool calls top-level threads hold, for Zed's order rules (`tool_order`).
     thread_tools: tool_order::ThreadTools,
     /// Child sessions the agent announced itself, for a client that speaks standard subagents:
     /// their traffic passes as it is. Keyed by ("", child session id).
     native_children: RecentSet,
     /// The sessions the client knows, for agent requests while one is being created.
-    sessions: early_requests::SessionsKnown,
+    sessions: client::early_requests::SessionsKnown,
     /// Child sessions named by subagent cards from the agent side (another link's).
-    foreign: foreign::ForeignCards,
+    foreign: quirks::foreign::ForeignCards,
     /// Standard child sessions whose announcement was refused.
-    refused: guards::Refused,
+    refused: quirks::guards::Refused,
     /// The time of the frame (or timeout) being handled.
     now: Millis,
     /// Live progress of cards, paced.
-    pace: pace::Pacer,
+    pace: child::pace::Pacer,
     /// Children the agent replays itself, fetched by the proxy.
     agent_replays: AgentReplays,
     /// Calls beside spawns that carry their children's work.
@@ -177,21 +165,18 @@ impl Engine {
             render,
             agent_loads: false,
             agent_name: String::new(),
-            replaying: HashSet::new(),
-            held: Vec::new(),
-            store_tried: HashSet::new(),
+            reopen: Reopen::default(),
+            held: Held::default(),
             reported: HashSet::new(),
             passthrough_spawns: RecentSet::default(),
             finished: std::collections::VecDeque::new(),
-            replay_cards: HashSet::new(),
-            parent_tools: RecentSet::default(),
             thread_tools: tool_order::ThreadTools::default(),
             native_children: RecentSet::default(),
             sessions: Default::default(),
             foreign: Default::default(),
             refused: Default::default(),
             now: 0,
-            pace: pace::Pacer::default(),
+            pace: child::pace::Pacer::default(),
             agent_replays: AgentReplays::default(),
             siblings: Siblings::default(),
         }
@@ -284,9 +269,28 @@ impl Engine {
         }
     }
 
-    /// A frame (one line, terminator included) arrived from the agent.
-    pub fn from_agent(&mut self, frame: Bytes, now: Millis, out: &mut Vec<Action>) {
-        self.from_agent_scanned(frame, None, now, out);
+    /// Agent output: `run` is one or more complete lines (terminators included), in order, as
+    /// one read delivered them; a single frame is a run of one. Each line gets the decisions
+    /// of its own; the actions say explicitly what became of each: lines that go on as they
+    /// came, with nothing else produced for them, leave as [`Action::Untouched`] slices of
+    /// `run` (consecutive ones as one slice),
+    /// every other line is announced by an [`Action::Read`] followed by what the engine made
+    /// of it. Lines the engine's state cannot concern are found by one pass over the run's
+    /// bytes and never read one by one (`runs`).
+    ///
+    /// `ahead` is what a [`Scanner`] found in `run` (on the reader thread); it is used only
+    /// while it searched for this engine's keys, and saves time, never changes a decision.
+    /// Agent frames never ask for a store look-up, so the caller may carry the actions out
+    /// after the whole run.
+    pub fn from_agent(
+        &mut self,
+        run: &Bytes,
+        ahead: Option<RunScan>,
+        now: Millis,
+        out: &mut Vec<Action>,
+    ) {
+        self.now = self.now.max(now);
+        self.agent_run(run, ahead, now, out);
     }
 
     /// What reads agent frames ahead for this engine (its presets' byte tests).
@@ -294,16 +298,25 @@ impl Engine {
         Scanner::new(self.detector.signals().clone())
     }
 
-    /// [`Engine::from_agent`] for a frame a [`Scanner`] may have read already (on
-    /// another thread): the same decisions, without searching and parsing the frame again.
-    pub fn from_agent_scanned(
+    /// Whether a new tool call that names no spawn, parent or child kind may be read (not
+    /// passed on its bytes alone): always for Zed (its thread's tool calls are remembered, to
+    /// keep Zed's tool call rules), else while a legacy child runs or a permission request
+    /// waits. The reader thread takes such frames apart ahead only then
+    /// ([`Scanner::reads_new_tool_calls`]).
+    pub fn reads_new_tool_calls(&self) -> bool {
+        self.zed() || !self.held.is_empty() || self.reg.has_open_legacy_children()
+    }
+
+    /// One agent line (terminator included), with what a [`Scanner`] found in it if one
+    /// looked: [`Fate::Untouched`] if it goes on as it came with nothing else done (the
+    /// caller passes it), else the actions it produced are in `out`.
+    fn agent_frame(
         &mut self,
         frame: Bytes,
         scan: Option<AgentScan>,
         now: Millis,
         out: &mut Vec<Action>,
-    ) {
-        self.now = self.now.max(now);
+    ) -> Fate {
         let (found, pre) = match scan {
             Some(s) => (Some(s.found), s.update),
             None => (None, Pre::NotTried),
@@ -318,18 +331,16 @@ impl Engine {
                 || !keys::has(&keys::ID_KEY, &frame)
                 || !keys::may_be_response(&frame)
             {
-                out.push(Action::ToClient(frame));
-                return;
+                return Fate::Untouched;
             }
             keys::Found::new(keys::kind::ID)
         };
         let has_id = found.has(keys::kind::ID);
         if !has_id && self.passes_untouched(&frame, found) && self.tools_in_order(&frame, found) {
-            out.push(Action::ToClient(frame));
-            return;
+            return Fate::Untouched;
         }
         // The envelope borrows from a second handle on the same bytes, so that `frame`
-        // itself can still be moved on untouched.
+        // itself can still be moved on.
         let body = frame.clone();
         let maybe_update = match pre {
             Pre::NotTried => keys::has(&keys::SESSION_UPDATE, &body),
@@ -346,18 +357,17 @@ impl Engine {
             });
             if let Some(f) = parsed {
                 self.agent_update_parts(frame, &f.session_id, f.update, found, out);
-                return;
+                return Fate::Handled;
             }
         }
         let Parsed::Message(env) = envelope::parse(&body) else {
-            out.push(Action::ToClient(frame));
-            return;
+            return Fate::Untouched;
         };
         if self.sessions.creating()
             && env.kind() == Kind::Request
             && self.answer_early_request(&env, out)
         {
-            return;
+            return Fate::Handled;
         }
         match env.kind() {
             Kind::Response => {
@@ -365,25 +375,27 @@ impl Engine {
                     let id = id.to_owned();
                     drop(env);
                     self.replay_answered(&id, &frame, out);
-                    return;
+                    return Fate::Handled;
                 }
                 let Some(req) = env.id.and_then(|id| self.client_requests.remove(id)) else {
-                    out.push(Action::ToClient(frame));
-                    return;
+                    return Fate::Untouched;
                 };
                 self.sessions.response(&req.method, &frame);
                 if self.mode == Some(Mode::Off) {
-                    out.push(Action::ToClient(frame));
-                    return;
+                    return Fate::Untouched;
                 }
                 self.agent_response(req, frame, out);
+                Fate::Handled
             }
             Kind::Notification
                 if self.models_subagents() && env.method() == Some("session/update") =>
             {
                 match env.params {
-                    Some(p) => self.agent_update(frame, p.get(), found, out),
-                    None => out.push(Action::ToClient(frame)),
+                    Some(p) => {
+                        self.agent_update(frame, p.get(), found, out);
+                        Fate::Handled
+                    }
+                    None => Fate::Untouched,
                 }
             }
             // With no subagent known and no parent key in the frame, a request cannot belong
@@ -394,12 +406,73 @@ impl Engine {
                     && !found.has(keys::kind::PARENT)
                     && !(self.zed() && env.method() == Some("session/request_permission")) =>
             {
-                out.push(Action::ToClient(frame));
+                Fate::Untouched
             }
             Kind::Request if self.models_subagents() => {
                 self.route_agent_request(frame, now, out);
+                Fate::Handled
             }
-            _ => out.push(Action::ToClient(frame)),
+            _ => Fate::Untouched,
+        }
+    }
+
+    /// When [`Engine::handle_timeout`] must next be called, if ever.
+    pub fn poll_timeout(&self) -> Option<Millis> {
+        self.held
+            .deadline()
+            .into_iter()
+            .chain(self.pace.next_due())
+            .chain(self.agent_replays.deadline())
+            .min()
+    }
+
+    /// Time passed: release what waited too long, send the card progress that is due.
+    pub fn handle_timeout(&mut self, now: Millis, out: &mut Vec<Action>) {
+        self.now = self.now.max(now);
+        self.progress_due(now, out);
+        self.replay_timeouts(now, out);
+        self.release_held_due(now, out);
+    }
+
+    /// Children the store kept for a parent session (after a restart).
+    pub fn restore(&mut self, children: Vec<StoredChild>) {
+        for stored in children {
+            let id = stored.child_id.clone();
+            client::child_sessions::restore_child(&mut self.reg, stored);
+            let reopen = &self.reopen;
+            if let Some(child) = self.reg.get_mut(&id) {
+                child.replay = if reopen.replaying(&child.top_session) && !child.thread.is_empty() {
+                    Replay::Known
+                } else {
+                    Replay::Live
+                };
+            }
+        }
+    }
+
+    /// The store's answer to [`Action::FetchChild`]: serve or refuse the held request.
+    pub fn child_fetched(
+        &mut self,
+        child: Option<StoredChild>,
+        request: Bytes,
+        now: Millis,
+        out: &mut Vec<Action>,
+    ) {
+        let asked = match envelope::parse(&request) {
+            Parsed::Message(env) => session_of(env.params),
+            _ => None,
+        };
+        let found = child.as_ref().map(|stored| stored.child_id.clone());
+        self.reopen.store_answered(found.into_iter().chain(asked));
+        let restored = child.map(|stored| {
+            let id = ChildId::known(stored.child_id.clone());
+            client::child_sessions::restore_child(&mut self.reg, stored);
+            id
+        });
+        self.from_client(request, now, out);
+        if let Some(id) = restored {
+            // Served: a finished child leaves memory again in its turn, like any other.
+            self.retire(&id);
         }
     }
 
@@ -410,9 +483,9 @@ impl Engine {
         self.flush_progress(out);
         // Children waiting for the agent's replay get what their spawn said.
         self.replays_abandoned(out);
-        for held in std::mem::take(&mut self.held) {
+        for frame in self.held.drain() {
             // The client may still answer nothing useful, but it must not lose the frame.
-            out.push(Action::ToClient(held.frame));
+            out.push(Action::ToClient(frame));
         }
         for req in self.client_requests.drain_in_order() {
             let line = write::error(
@@ -438,14 +511,9 @@ impl Engine {
         sizes.extend(self.render.footprint());
         sizes.extend([
             ("pending_client_requests", self.client_requests.len()),
-            ("replaying", self.replaying.len()),
-            ("held", self.held.len()),
-            ("store_tried", self.store_tried.len()),
             ("reported", self.reported.len()),
             ("passthrough_spawns", self.passthrough_spawns.len()),
             ("finished", self.finished.len()),
-            ("replay_cards", self.replay_cards.len()),
-            ("parent_tools", self.parent_tools.len()),
             ("thread_tools", self.thread_tools.len()),
             ("native_children", self.native_children.len()),
             ("known_sessions", self.sessions.len()),
@@ -453,6 +521,8 @@ impl Engine {
             ("refused_children", self.refused.len()),
             ("paced_cards", self.pace.len()),
         ]);
+        sizes.extend(self.held.footprint());
+        sizes.extend(self.reopen.footprint());
         sizes.extend(self.agent_replays.footprint());
         sizes.extend(self.siblings.footprint());
         sizes
@@ -499,7 +569,7 @@ impl Engine {
                 }
             }
             "session/list" if self.models_subagents() => out.push(Action::ToClient(
-                child_sessions::filter_session_list(&self.reg, frame),
+                client::child_sessions::filter_session_list(&self.reg, frame),
             )),
             "session/prompt" if self.models_subagents() => {
                 if let Some(sid) = &req.session {

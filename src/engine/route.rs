@@ -242,7 +242,7 @@ impl Engine {
         if !names_parent && !may_spawn {
             self.pass_to_top_level(frame, tf, out);
             if let (Some(t), "tool_call") = (tool, kind) {
-                self.parent_tools.insert(sid, t);
+                self.held.parent_tool(sid, t);
                 self.release_held(sid, t, out);
             }
             return;
@@ -292,7 +292,7 @@ impl Engine {
         // limit) is no spawn of its own.
         let seen = tool.is_some_and(|t| {
             kind != "tool_call"
-                && (self.parent_tools.contains(sid, t) || self.passthrough_spawns.contains(sid, t))
+                && (self.held.is_parent_tool(sid, t) || self.passthrough_spawns.contains(sid, t))
         });
         let spawn = if seen {
             None
@@ -317,7 +317,7 @@ impl Engine {
         }
         self.pass_to_top_level(frame, tf, out);
         if let (Some(t), "tool_call") = (tool, kind) {
-            self.parent_tools.insert(sid, t);
+            self.held.parent_tool(sid, t);
             self.release_held(sid, t, out);
         }
     }

@@ -1,7 +1,8 @@
 //! A run of agent frames (every complete line of one read) at once: the lines that cannot
 //! concern the engine in its current state are found by one pass over the run's bytes
 //! ([`Sieve`]) and leave with their neighbours as one slice of the read, as they came; only
-//! the others go through [`Engine::from_agent_scanned`].
+//! the others go through [`Engine::agent_frame`], which says whether the line went on
+//! untouched ([`Fate`]).
 
 use bytes::Bytes;
 
@@ -9,9 +10,19 @@ use super::{Action, Engine, Millis};
 use crate::wire::read_ahead::{AgentScan, RunScan};
 use crate::wire::sieve::Sieve;
 
+/// What became of one agent line the engine read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Fate {
+    /// It goes on as it came and nothing else was produced for it: the caller passes it,
+    /// with its untouched neighbours.
+    Untouched,
+    /// Its actions are in the output (the line itself among them, if it passes on).
+    Handled,
+}
+
 impl Engine {
     /// Which lines of agent output must be read now; any other passes untouched (what
-    /// [`Engine::from_agent_scanned`] would decide for it, with no change of state).
+    /// [`Engine::agent_frame`] would decide for it, with no change of state).
     fn sieve(&self) -> Sieve<'_> {
         if self.models_subagents() {
             // What makes `passes_untouched` read a frame that holds none of the keys: a
@@ -33,34 +44,20 @@ impl Engine {
         }
     }
 
-    /// Whether a new tool call that names no spawn, parent or child kind may be read (not
-    /// passed on its bytes alone): always for Zed (its thread's tool calls are remembered, to
-    /// keep Zed's tool call rules), else while a legacy child runs or a permission request
-    /// waits. The reader thread takes such frames apart ahead only then
-    /// ([`Scanner::reads_new_tool_calls`](crate::wire::read_ahead::Scanner::reads_new_tool_calls)).
-    pub fn reads_new_tool_calls(&self) -> bool {
-        self.zed() || !self.held.is_empty() || self.reg.has_open_legacy_children()
-    }
-
-    /// Every line of `run` (complete lines, each with its terminator) from the agent, in
-    /// order: the same decisions and output as [`Engine::from_agent_scanned`] line by line,
-    /// except that consecutive lines passed on unchanged leave as one [`Action::ToClient`]
-    /// slice of `run`. `ahead` is what a [`Scanner`](crate::wire::read_ahead::Scanner) found
-    /// in `run` (on the reader thread), used while it searched for this engine's keys.
-    ///
-    /// Agent frames never ask for a store look-up, so the caller may carry the actions out
-    /// after the whole run.
-    pub fn from_agent_lines(
+    /// The lines of `run` one by one (see [`Engine::from_agent`]): the sieve skips those that
+    /// cannot concern the engine, the others go through [`Engine::agent_frame`]; untouched
+    /// lines leave with their neighbours as one slice of `run`.
+    pub(super) fn agent_run(
         &mut self,
         run: &Bytes,
         ahead: Option<RunScan>,
         now: Millis,
         out: &mut Vec<Action>,
     ) {
-        self.now = self.now.max(now);
         let mut ahead = ahead
             .filter(|a| a.searched_for(self.detector.signals()))
             .map(|a| a.lines.into_iter().peekable());
+        // `run[passed..pos]` went through untouched and has not been sent yet.
         let (mut pos, mut passed) = (0, 0);
         while pos < run.len() {
             let sieve = self.sieve();
@@ -92,24 +89,23 @@ impl Engine {
                 break;
             };
             self.debug_check_passed(run, pos, start);
-            let before = out.len();
-            self.from_agent_scanned(run.slice(start..end), scan, now, out);
             pos = end;
-            let untouched = out.len() == before + 1
-                && matches!(&out[before], Action::ToClient(sent)
-                    if sent.as_ptr() == run[start..].as_ptr() && sent.len() == end - start);
-            if untouched {
-                out.pop();
+            let line = run.slice(start..end);
+            let before = out.len();
+            if self.agent_frame(line.clone(), scan, now, out) == Fate::Untouched {
+                debug_assert_eq!(out.len(), before, "an untouched line produced actions");
                 continue;
             }
+            // What came before this line goes first, then the line's own outputs.
+            out.insert(before, Action::Read(line));
             if passed < start {
-                out.insert(before, Action::ToClient(run.slice(passed..start)));
+                out.insert(before, Action::Untouched(run.slice(passed..start)));
             }
             passed = end;
         }
         self.debug_check_passed(run, pos, run.len());
         if passed < run.len() {
-            out.push(Action::ToClient(run.slice(passed..)));
+            out.push(Action::Untouched(run.slice(passed..)));
         }
     }
 

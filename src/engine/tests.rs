@@ -2,7 +2,7 @@ use super::*;
 
 fn run_agent(engine: &mut Engine, line: &str) -> Vec<Action> {
     let mut out = Vec::new();
-    engine.from_agent(Bytes::copy_from_slice(line.as_bytes()), 0, &mut out);
+    engine.from_agent(&Bytes::copy_from_slice(line.as_bytes()), None, 0, &mut out);
     out
 }
 
@@ -32,7 +32,9 @@ fn pure_relay_reads_only_what_may_answer_the_client() {
     let request = "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"session/request_permission\",\"params\":{\"text\":\"not json \\u00e9\"}}\n";
     assert_eq!(
         run_agent(&mut e, request),
-        [Action::ToClient(Bytes::copy_from_slice(request.as_bytes()))]
+        [Action::Untouched(Bytes::copy_from_slice(
+            request.as_bytes()
+        ))]
     );
     assert_eq!(e.pending_client_requests(), 2);
     run_agent(&mut e, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n");

@@ -228,6 +228,22 @@ pub fn write_all_at(file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
     std::os::unix::fs::FileExt::write_all_at(file, buf, offset)
 }
 
+/// Wait for an exclusive advisory lock on the whole file (`flock`); [`unlock`] or closing the
+/// file releases it. Processes that share a dump path take turns with it.
+pub fn lock_exclusive(file: &File) -> io::Result<()> {
+    loop {
+        match rustix::fs::flock(file, rustix::fs::FlockOperation::LockExclusive) {
+            Err(rustix::io::Errno::INTR) => continue,
+            other => return other.map_err(io::Error::from),
+        }
+    }
+}
+
+/// Release a lock [`lock_exclusive`] took.
+pub fn unlock(file: &File) -> io::Result<()> {
+    rustix::fs::flock(file, rustix::fs::FlockOperation::Unlock).map_err(io::Error::from)
+}
+
 /// What tells a file apart from another one that took its name (a rotated dump): the inode.
 pub fn file_identity(meta: &std::fs::Metadata) -> u64 {
     use std::os::unix::fs::MetadataExt;

@@ -292,6 +292,47 @@ pub fn write_all_at(file: &File, mut buf: &[u8], mut offset: u64) -> io::Result<
 
 /// What tells a file apart from another one that took its name (a rotated dump): its
 /// creation time (std offers no file index on stable Rust; NTFS "tunnelling" can carry a
+/// Wait for an exclusive lock on the whole file (`LockFileEx`); [`unlock`] or closing the
+/// file releases it.
+pub fn lock_exclusive(file: &File) -> io::Result<()> {
+    use windows_sys::Win32::Storage::FileSystem::{LockFileEx, LOCKFILE_EXCLUSIVE_LOCK};
+    use windows_sys::Win32::System::IO::OVERLAPPED;
+    // SAFETY: OVERLAPPED is plain data; all zeroes is the offset 0 it must say.
+    let mut at: OVERLAPPED = unsafe { std::mem::zeroed() };
+    // SAFETY: the handle is `file`'s, open for the whole call; `at` outlives the call (the
+    // handle is synchronous, so the call returns only once the lock is held).
+    let ok = unsafe {
+        LockFileEx(
+            file.as_raw_handle(),
+            LOCKFILE_EXCLUSIVE_LOCK,
+            0,
+            u32::MAX,
+            u32::MAX,
+            &mut at,
+        )
+    };
+    if ok != 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Release a lock [`lock_exclusive`] took.
+pub fn unlock(file: &File) -> io::Result<()> {
+    use windows_sys::Win32::Storage::FileSystem::UnlockFileEx;
+    use windows_sys::Win32::System::IO::OVERLAPPED;
+    // SAFETY: as in `lock_exclusive`.
+    let mut at: OVERLAPPED = unsafe { std::mem::zeroed() };
+    // SAFETY: as in `lock_exclusive`.
+    let ok = unsafe { UnlockFileEx(file.as_raw_handle(), 0, u32::MAX, u32::MAX, &mut at) };
+    if ok != 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// creation time over to a file recreated under the same name within 15 s).
 pub fn file_identity(meta: &std::fs::Metadata) -> u64 {
     std::os::windows::fs::MetadataExt::creation_time(meta)

@@ -14,10 +14,10 @@ use super::framing::Frame;
 use super::outbox::Outbox;
 use crate::chain::{Chain, Dialect, Route};
 use crate::dump::{Direction, Dump};
-use crate::engine::{Action, Engine, Millis, NoteLevel};
+use crate::engine::{Action, Engine, Millis, Note, NoteLevel};
 use crate::store::Store;
 use crate::wire::lines;
-use crate::wire::read_ahead::Scanner;
+use crate::wire::read_ahead::{RunScan, Scanner};
 
 /// Which peer a frame is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +69,9 @@ pub(crate) struct Shell {
     /// Lines longer than this are not inspected.
     max_frame: usize,
     link: Link,
+    /// No agent line of the current read was recorded yet (the dump marks the others as
+    /// `same_read`).
+    new_read: bool,
 }
 
 impl Shell {
@@ -86,6 +89,7 @@ impl Shell {
             clock: Instant::now(),
             max_frame,
             link: Link::Direct,
+            new_read: true,
         }
     }
 
@@ -134,6 +138,14 @@ impl Shell {
     pub(crate) fn record(&self, dir: Direction, bytes: &Bytes) {
         if let Some(d) = &self.dump {
             d.frame(dir, bytes);
+        }
+    }
+
+    /// Record a line the engine took from the agent, before what it made of it. In chain mode
+    /// the conductor's frame that carried it was recorded instead.
+    fn record_agent_line(&mut self, line: &Bytes) {
+        if let (Some(d), Link::Direct) = (&self.dump, &self.link) {
+            d.agent_line(line, !std::mem::take(&mut self.new_read));
         }
     }
 
@@ -205,7 +217,7 @@ impl Shell {
             };
             match chain.route_inbound(bytes) {
                 Route::Client(inner) => self.engine.from_client(inner, now, &mut self.actions),
-                Route::Agent(inner) => self.engine.from_agent(inner, now, &mut self.actions),
+                Route::Agent(inner) => self.engine.from_agent(&inner, None, now, &mut self.actions),
                 Route::Drop(why) => tracing::debug!("not forwarded: {why}"),
             }
             self.flush(now, out);
@@ -217,20 +229,7 @@ impl Shell {
         let now = self.now();
         let Chunk { frame, scan } = chunk;
         match frame {
-            Frame::Lines(run) if self.dump.is_none() && run.len() <= self.max_frame => {
-                // No line in it can be longer than `max_frame_bytes`.
-                self.engine
-                    .from_agent_lines(&run, scan, now, &mut self.actions);
-            }
-            Frame::Lines(chunk) => self.agent_lines(chunk, now, out),
-            Frame::Line(bytes) if self.dump.is_none() => {
-                self.engine
-                    .from_agent_lines(&bytes, scan, now, &mut self.actions);
-            }
-            Frame::Line(bytes) => {
-                self.record(Direction::AgentToProxy, &bytes);
-                self.engine.from_agent(bytes, now, &mut self.actions);
-            }
+            Frame::Lines(run) | Frame::Line(run) => self.agent_run(run, scan, now),
             Frame::Piece { bytes, first, .. } => {
                 self.record(Direction::AgentToProxy, &bytes);
                 if first {
@@ -242,37 +241,40 @@ impl Shell {
         self.flush(now, out);
     }
 
-    /// Every complete line of one read from the agent goes through the engine, one by one:
-    /// with a dump, where every frame is recorded on its own, or when a line in it may be
-    /// longer than `max_frame_bytes` (such a line that happened to arrive whole is passed on
-    /// unparsed, as if it had come in pieces). Consecutive lines the engine passes on
-    /// unchanged leave as one slice of the read buffer when there is no dump.
-    fn agent_lines(&mut self, chunk: Bytes, now: Millis, out: &Outputs) {
-        let mut run_start = 0;
-        for (start, end) in lines(&chunk) {
-            let line = chunk.slice(start..end);
-            self.record(Direction::AgentToProxy, &line);
-            if end - start > self.max_frame {
-                self.oversize_note("agent");
-                self.actions.push(Action::ToClient(line));
-            } else {
-                self.engine.from_agent(line, now, &mut self.actions);
-            }
-            let untouched = self.dump.is_none()
-                && matches!(self.actions.as_slice(), [Action::ToClient(sent)]
-                    if sent.as_ptr() == chunk[start..].as_ptr() && sent.len() == end - start);
-            if untouched {
-                self.actions.clear();
+    /// Complete lines of one read from the agent go to the engine as one run, with or without
+    /// a dump (it records each line where the engine's actions say it was read, see
+    /// [`Shell::execute`]), so that a replay of the dump takes the path that ran. A line
+    /// longer than `max_frame_bytes` that happened to arrive whole is passed on unparsed, as
+    /// if it had come in pieces; the lines around it go to the engine as runs of their own.
+    fn agent_run(&mut self, run: Bytes, scan: Option<RunScan>, now: Millis) {
+        self.new_read = true;
+        if run.len() <= self.max_frame {
+            self.engine.from_agent(&run, scan, now, &mut self.actions);
+            return;
+        }
+        // What the reader thread found is placed in the whole run: not used for its parts.
+        let mut rest = 0;
+        for (start, end) in lines(&run) {
+            if end - start <= self.max_frame {
                 continue;
             }
-            if run_start < start {
-                out.send(Dest::Client, chunk.slice(run_start..start));
+            if rest < start {
+                self.engine
+                    .from_agent(&run.slice(rest..start), None, now, &mut self.actions);
             }
-            run_start = end;
-            self.flush(now, out);
+            let line = run.slice(start..end);
+            // Recorded here, in order with what the engine's actions record.
+            self.actions.push(Action::Read(line.clone()));
+            self.actions.push(Action::Note(Note {
+                level: NoteLevel::Warn,
+                message: self.oversize_message("agent"),
+            }));
+            self.actions.push(Action::ToClient(line));
+            rest = end;
         }
-        if run_start < chunk.len() {
-            out.send(Dest::Client, chunk.slice(run_start..));
+        if rest < run.len() {
+            self.engine
+                .from_agent(&run.slice(rest..), None, now, &mut self.actions);
         }
     }
 
@@ -291,10 +293,14 @@ impl Shell {
     }
 
     fn oversize_note(&self, side: &str) {
-        self.warn(format!(
+        self.warn(self.oversize_message(side));
+    }
+
+    fn oversize_message(&self, side: &str) -> String {
+        format!(
             "a line from the {side} is longer than max_frame_bytes ({}): relayed unchanged in pieces, not inspected",
             self.max_frame
-        ));
+        )
     }
 
     /// Carry out the engine's actions in order.
@@ -316,6 +322,18 @@ impl Shell {
                     self.record(Direction::ProxyToClient, &bytes);
                     self.send(Dest::Client, bytes, out);
                 }
+                Action::Untouched(bytes) => {
+                    if self.dump.is_some() {
+                        // Each line in the dump as it would be alone: in, and out unchanged.
+                        for (a, b) in lines(&bytes) {
+                            let line = bytes.slice(a..b);
+                            self.record_agent_line(&line);
+                            self.record(Direction::ProxyToClient, &line);
+                        }
+                    }
+                    self.send(Dest::Client, bytes, out);
+                }
+                Action::Read(line) => self.record_agent_line(&line),
                 Action::ToAgent(bytes) => {
                     self.record(Direction::ProxyToAgent, &bytes);
                     self.send(Dest::Agent, bytes, out);

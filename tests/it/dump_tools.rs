@@ -1149,3 +1149,113 @@ fn view_follow_shows_records_as_they_are_written_and_across_a_rotation() {
     let _ = view.kill();
     let _ = view.wait();
 }
+
+#[test]
+fn agent_lines_of_one_read_are_one_run_live_and_in_the_replay() {
+    // Lines the agent writes at once reach the proxy in one read: the engine takes them as
+    // one run (untouched chunks passed as one slice, a spawn and its child's events read),
+    // the dump marks them, and the replay hands them to the engine as the same run.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let chunk = |text: &str| {
+        update(
+            "S",
+            json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text": text}}),
+        )
+    };
+    let burst = [
+        chunk("one"),
+        chunk("two"),
+        update(
+            "S",
+            json!({"sessionUpdate":"tool_call","toolCallId":"toolu_1","title":"Task","status":"pending","rawInput":{"prompt":"p","description":"d"},"_meta":{"claudeCode":{"toolName":"Agent"}}}),
+        ),
+        chunk("three"),
+        update(
+            "S",
+            json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"child says"},"_meta":{"claudeCode":{"parentToolUseId":"toolu_1"}}}),
+        ),
+        update(
+            "S",
+            json!({"sessionUpdate":"tool_call_update","toolCallId":"toolu_1","status":"completed"}),
+        ),
+        chunk("four"),
+        chunk("five"),
+    ];
+    let burst_file = dir.path().join("burst.jsonl");
+    let text: String = burst.iter().map(|m| format!("{m}\n")).collect();
+    assert!(text.len() < 4096, "one atomic pipe write");
+    std::fs::write(&burst_file, text).expect("burst");
+    let agent = vec![
+        json!({"expect": "initialize"}),
+        json!({"reply": {"protocolVersion": 1, "agentCapabilities": {"loadSession": true}}}),
+        json!({"expect": "session/new"}),
+        json!({"reply": {"sessionId": "S"}}),
+        json!({"expect": "session/prompt"}),
+        json!({"send_file": burst_file.to_string_lossy()}),
+        json!({"reply": {"stopReason": "end_turn"}}),
+    ];
+    let client = vec![
+        (0, zed_init()),
+        (
+            1,
+            json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}),
+        ),
+        (
+            1,
+            json!({"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"go"}]}}),
+        ),
+    ];
+    let dump = scripted(dir.path(), "[store]\npath = \"memory\"\n", &agent, &client);
+    let records: Vec<Value> = std::fs::read_to_string(&dump)
+        .expect("dump")
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).expect("record"))
+        .collect();
+    let agent_lines: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["dir"] == "agent→proxy")
+        .collect();
+    let reads = agent_lines
+        .iter()
+        .filter(|r| r["same_read"] != true)
+        .count();
+    assert!(
+        agent_lines.len() - reads >= burst.len() - 1,
+        "the burst came in one read and is marked so: {agent_lines:#?}"
+    );
+    // Every line of the run stands before what the proxy made of it: the spawn's card, the
+    // child's event in its thread, each chunk unchanged right after its own input.
+    let order: Vec<String> = records
+        .iter()
+        .filter(|r| r["dir"] == "agent→proxy" || r["dir"] == "proxy→client")
+        .map(|r| {
+            format!(
+                "{} {}",
+                r["dir"].as_str().unwrap_or(""),
+                r["frame"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    let at = |needle: &str, dir: &str| {
+        order
+            .iter()
+            .position(|l| l.starts_with(dir) && l.contains(needle))
+            .unwrap_or_else(|| panic!("{dir} {needle} in {order:#?}"))
+    };
+    for text in ["\"one\"", "\"two\"", "\"three\"", "\"four\"", "\"five\""] {
+        assert_eq!(
+            at(text, "proxy→client"),
+            at(text, "agent→proxy") + 1,
+            "{text}"
+        );
+    }
+    assert!(at("subagent_session_info", "proxy→client") > at("toolu_1", "agent→proxy"));
+    judge("one read", std::slice::from_ref(&dump));
+    let report = replay_report(std::slice::from_ref(&dump));
+    assert_eq!(
+        (report.agent_reads, report.agent_lines),
+        (reads as u64, agent_lines.len() as u64),
+        "the replay hands the engine the reads the proxy had"
+    );
+}

@@ -97,6 +97,10 @@ const INNER: &[(&str, &str)] = &[
     ("subagents::model", "subagents::render"),
     ("subagents::persist", "subagents::render"),
     ("subagents::render", "subagents::detect"),
+    // A child's life and the client's side are the engine's main flow: the mechanisms of
+    // single agent families (`engine::quirks`) hook into it, never the other way round.
+    ("engine::child", "engine::quirks"),
+    ("engine::client", "engine::quirks"),
 ];
 
 #[test]
@@ -162,6 +166,49 @@ fn the_check_finds_an_import_that_points_up() {
     .filter_map(|(_, t)| violation(&model, &t))
     .collect();
     assert_eq!(found.len(), 1, "{found:?}");
+}
+
+/// The engine's whole API is one `impl Engine` in `engine/mod.rs`: the other files of the
+/// engine add private methods only. And whether an agent line went on untouched is said in
+/// one place, `engine/runs.rs`, which alone makes the actions that say it.
+#[test]
+fn the_engine_api_is_in_its_mod_rs_and_untouched_is_said_in_runs_rs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let mut problems = Vec::new();
+    let mut impls = 0;
+    for file in &files {
+        let rel = file.strip_prefix(&root).expect("under src/engine");
+        let text = code_only(&std::fs::read_to_string(file).expect("read a source file"));
+        let mut in_engine = false;
+        for (n, line) in text.lines().enumerate() {
+            if line.starts_with("impl Engine ") {
+                in_engine = true;
+                impls += 1;
+            } else if line.starts_with('}') {
+                in_engine = false;
+            }
+            let here = format!("src/engine/{}:{}", rel.display(), n + 1);
+            if in_engine && line.trim_start().starts_with("pub fn ") && rel != Path::new("mod.rs") {
+                problems.push(format!(
+                    "{here}: a public method of Engine outside engine/mod.rs"
+                ));
+            }
+            let says_untouched =
+                line.contains("Action::Untouched(") || line.contains("Action::Read(");
+            if says_untouched && rel != Path::new("runs.rs") && !rel.ends_with("tests.rs") {
+                problems.push(format!(
+                    "{here}: only engine/runs.rs says what became of a line"
+                ));
+            }
+        }
+    }
+    assert!(
+        impls > 10,
+        "the check saw the engine's impl blocks ({impls})"
+    );
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -327,10 +327,12 @@ fn a_response_that_is_not_valid_utf8_does_not_answer_the_request() {
     bad[q] = 0xff;
     let mut out = Vec::new();
     h.engine
-        .from_agent(bytes::Bytes::from(bad.clone()), 0, &mut out);
+        .from_agent(&bytes::Bytes::from(bad.clone()), None, 0, &mut out);
     assert_eq!(
         out,
-        [acp_proxy::engine::Action::ToClient(bytes::Bytes::from(bad))],
+        [acp_proxy::engine::Action::Untouched(bytes::Bytes::from(
+            bad
+        ))],
         "forwarded untouched"
     );
     assert_eq!(h.engine.pending_client_requests(), 1, "still pending");

@@ -84,7 +84,7 @@ pub struct Harness {
     /// Hand agent frames to the engine with what its scanner found first, as the relay's
     /// reader thread does.
     pub scan_ahead: bool,
-    /// Hand agent frames to the engine in runs of this many lines (`Engine::from_agent_lines`,
+    /// Hand agent frames to the engine in runs of this many lines (`Engine::from_agent`,
     /// as the relay does with each read), the run cut short by anything else that happens; 0:
     /// one by one.
     pub run_lines: usize,
@@ -175,13 +175,10 @@ impl Harness {
             }
             return;
         }
-        if self.scan_ahead {
-            let scan = self.engine.scanner().scan(&frame);
-            self.engine
-                .from_agent_scanned(frame, Some(scan), self.now, &mut out);
-        } else {
-            self.engine.from_agent(frame, self.now, &mut out);
-        }
+        let ahead = self
+            .scan_ahead
+            .then(|| self.engine.scanner().scan_run(&frame));
+        self.engine.from_agent(&frame, ahead, self.now, &mut out);
         self.run(out);
     }
 
@@ -204,8 +201,7 @@ impl Harness {
             scanner.scan_run(&run)
         });
         let mut out = Vec::new();
-        self.engine
-            .from_agent_lines(&run, ahead, self.now, &mut out);
+        self.engine.from_agent(&run, ahead, self.now, &mut out);
         self.run(out);
     }
 
@@ -231,7 +227,9 @@ impl Harness {
         let mut queue: std::collections::VecDeque<Action> = actions.into();
         while let Some(action) = queue.pop_front() {
             match action {
-                Action::ToClient(bytes) => {
+                // A line the engine read: what follows is its outcome.
+                Action::Read(_) => {}
+                Action::ToClient(bytes) | Action::Untouched(bytes) => {
                     for l in bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
                         let v: Value =
                             serde_json::from_slice(l).expect("proxy sent valid JSON to the client");

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::{Engine, NoteLevel};
+use crate::engine::{Engine, NoteLevel};
 use crate::subagents::ids::ChildId;
 
 /// The kinds a child's work consists of; anything else (plans, usage, modes) stays the
@@ -19,7 +19,7 @@ const CHILD_KINDS: [&str; 4] = [
 
 impl Engine {
     /// The child an unmarked event of `agent_session` is attributed to by timing, if any.
-    pub(super) fn timed_child(
+    pub(in crate::engine) fn timed_child(
         &self,
         agent_session: &str,
         kind: &str,
@@ -30,7 +30,7 @@ impl Engine {
         }
         // An update of a tool call the parent started stays the parent's.
         if kind == "tool_call_update"
-            && tool.is_some_and(|t| self.parent_tools.contains(agent_session, t))
+            && tool.is_some_and(|t| self.held.is_parent_tool(agent_session, t))
         {
             return None;
         }
@@ -45,11 +45,11 @@ impl Engine {
     }
 
     /// Mark an update attributed by timing, and say so once per child.
-    pub(super) fn mark_inferred(
+    pub(in crate::engine) fn mark_inferred(
         &mut self,
         cid: &ChildId,
         mut update: Value,
-        out: &mut Vec<super::Action>,
+        out: &mut Vec<crate::engine::Action>,
     ) -> Value {
         if let Some(o) = update.as_object_mut() {
             let meta = o.entry("_meta").or_insert_with(|| json!({}));

@@ -6,8 +6,8 @@ use std::borrow::Cow;
 use bytes::Bytes;
 use serde_json::Value;
 
-use super::tool_order::ToolFrame;
-use super::{str_field, Action, Engine, LiveChildEvents};
+use crate::engine::tool_order::ToolFrame;
+use crate::engine::{str_field, Action, Engine, LiveChildEvents};
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::{Child, ChildState, SpawnSite};
 use crate::subagents::render::{self, CardChange, Step};
@@ -16,7 +16,7 @@ use crate::wire::update_view::UpdateParts;
 use crate::wire::write;
 
 /// A child's event on its way into the child thread.
-pub(super) struct ChildEvent<'a> {
+pub(in crate::engine) struct ChildEvent<'a> {
     kind: Cow<'a, str>,
     tool: Option<Cow<'a, str>>,
     title: Option<Cow<'a, str>>,
@@ -29,7 +29,7 @@ pub(super) struct ChildEvent<'a> {
 
 impl Engine {
     /// An event of a child's own: record it in the child thread (never in the parent).
-    pub(super) fn child_event(
+    pub(in crate::engine) fn child_event(
         &mut self,
         cid: &ChildId,
         agent_session: &str,
@@ -96,7 +96,7 @@ impl Engine {
     /// A child event taken as raw JSON: recorded as the agent sent it, without building a
     /// tree, unless it needs more than routing (a nested spawn, Zed keys to strip, a
     /// flavour that reads its fields).
-    pub(super) fn child_event_raw(
+    pub(in crate::engine) fn child_event_raw(
         &mut self,
         cid: &ChildId,
         agent_session: &str,
@@ -132,7 +132,7 @@ impl Engine {
     }
 
     /// Record a child's event and keep its card current.
-    pub(super) fn child_record(
+    pub(in crate::engine) fn child_record(
         &mut self,
         cid: &ChildId,
         agent_session: &str,
@@ -169,7 +169,7 @@ impl Engine {
         let replaying = self
             .reg
             .get(cid)
-            .is_some_and(|c| self.replaying.contains(&c.top_session));
+            .is_some_and(|c| self.reopen.replaying(&c.top_session));
         self.record_announced_prompt(cid, out);
         let Some(child) = self.reg.get_mut(cid) else {
             return;
@@ -235,7 +235,7 @@ impl Engine {
 
 /// The card of a child whose card had settled, after more of its work was recorded: when its
 /// entries grew, its turn ends again and the card's range covers them; otherwise no change.
-pub(super) fn settled_card_grown(
+pub(in crate::engine) fn settled_card_grown(
     render: &dyn render::Render,
     child: &mut Child,
     entries_before: u32,

@@ -8,13 +8,13 @@
 //! events before any announcement do), and children announced inside a refused one are
 //! refused too, so a thousand-deep chain costs one entry each in a bounded set.
 
-use super::recent::RecentMap;
-use super::{Action, Engine};
+use crate::engine::recent::RecentMap;
+use crate::engine::{Action, Engine};
 use crate::subagents::ids;
 
 /// Agent child sessions whose announcement was refused (their own children are too).
 #[derive(Debug)]
-pub(super) struct Refused {
+pub(in crate::engine) struct Refused {
     children: RecentMap<()>,
 }
 
@@ -27,7 +27,7 @@ impl Default for Refused {
 }
 
 impl Refused {
-    pub(super) fn len(&self) -> usize {
+    pub(in crate::engine) fn len(&self) -> usize {
         self.children.len()
     }
 }
@@ -36,7 +36,7 @@ impl Engine {
     /// Whether the announcement on session `on` of the agent's child session `agent_child`
     /// (whose card would go to `parent`, in top-level session `top`) must be refused; says
     /// why, once per kind.
-    pub(super) fn refuse_announcement(
+    pub(in crate::engine) fn refuse_announcement(
         &mut self,
         on: &str,
         agent_child: &str,

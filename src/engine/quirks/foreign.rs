@@ -11,8 +11,8 @@
 use bytes::Bytes;
 use serde_json::Value;
 
-use super::recent::RecentMap;
-use super::{Action, Engine};
+use crate::engine::recent::RecentMap;
+use crate::engine::{Action, Engine};
 use crate::subagents::ids;
 use crate::subagents::pair::Pair;
 use crate::wire::{self, write};
@@ -20,7 +20,7 @@ use crate::wire::{self, write};
 /// Child sessions named by cards from the agent side, with the (session, tool call) of the
 /// card that first named each.
 #[derive(Debug)]
-pub(super) struct ForeignCards {
+pub(in crate::engine) struct ForeignCards {
     by_child: RecentMap<Pair>,
 }
 
@@ -33,7 +33,7 @@ impl Default for ForeignCards {
 }
 
 impl ForeignCards {
-    pub(super) fn len(&self) -> usize {
+    pub(in crate::engine) fn len(&self) -> usize {
         self.by_child.len()
     }
 }
@@ -41,7 +41,7 @@ impl ForeignCards {
 /// Whether the client's `initialize` shows a rewriting link on the client side: the flag an
 /// acp-proxy adds when it opts in on the client's behalf (it survives conductors that drop
 /// `clientCapabilities.subagents`, as the reference conductor 3.6.0 does).
-pub(super) fn client_side_rewrites(params: &Value) -> bool {
+pub(in crate::engine) fn client_side_rewrites(params: &Value) -> bool {
     params
         .pointer("/clientCapabilities/_meta/subagent-transcript")
         .is_some_and(|v| !v.is_null() && v != &Value::Bool(false))
@@ -50,14 +50,14 @@ pub(super) fn client_side_rewrites(params: &Value) -> bool {
 impl Engine {
     /// Whether a session id the client sent names a child this proxy serves: one it knows, or
     /// one shaped like its ids that no card from the agent side named.
-    pub(super) fn serves_child(&self, sid: &str) -> bool {
+    pub(in crate::engine) fn serves_child(&self, sid: &str) -> bool {
         self.reg.is_child(sid)
             || (ids::looks_like_child_id(sid) && !self.foreign.by_child.contains(sid))
     }
 
     /// A `tool_call` / `tool_call_update` (`raw`: the update's text) in a session of the
     /// client's that carries `_meta.subagent_session_info`.
-    pub(super) fn agent_card(
+    pub(in crate::engine) fn agent_card(
         &mut self,
         frame: Bytes,
         session: &str,
@@ -120,7 +120,7 @@ impl Engine {
             }
         }
         if let (Some(t), "tool_call") = (tool, kind) {
-            self.parent_tools.insert(session, t);
+            self.held.parent_tool(session, t);
             self.release_held(session, t, out);
         }
     }

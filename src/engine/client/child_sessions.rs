@@ -6,7 +6,7 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use super::{Action, ChildCancel, Engine, Millis, NoteLevel};
+use crate::engine::{Action, ChildCancel, Engine, Millis, NoteLevel};
 use crate::subagents::ids::{self, ChildId};
 use crate::subagents::model::{
     Cancel, Card, Child, ChildState, Prompt, Registry, SpawnSite, StopRoute, View,
@@ -16,12 +16,12 @@ use crate::subagents::persist::StoredChild;
 use crate::wire::{self, write};
 
 /// Whether a session id the client sent names a child (known, or shaped like ours).
-pub(super) fn is_child_id(reg: &Registry, sid: &str) -> bool {
+pub(in crate::engine) fn is_child_id(reg: &Registry, sid: &str) -> bool {
     reg.is_child(sid) || ids::looks_like_child_id(sid)
 }
 
 impl Engine {
-    pub(super) fn client_child_request(
+    pub(in crate::engine) fn client_child_request(
         &mut self,
         id: &RawValue,
         method: &str,
@@ -32,7 +32,7 @@ impl Engine {
     ) {
         if !self.reg.is_child(sid) {
             let loading = matches!(method, "session/load" | "session/resume");
-            if loading && !self.store_tried.contains(sid) {
+            if loading && !self.reopen.store_tried(sid) {
                 // Not in memory: the durable store may know it (the proxy restarted).
                 out.push(Action::FetchChild {
                     child_id: sid.to_owned(),
@@ -93,7 +93,7 @@ impl Engine {
         }
     }
 
-    pub(super) fn client_child_notification(
+    pub(in crate::engine) fn client_child_notification(
         &mut self,
         method: &str,
         sid: &str,
@@ -162,7 +162,7 @@ fn is_standard_kind(update: &str) -> bool {
 }
 
 /// Remove child sessions from a `session/list` result (they are not top-level threads).
-pub(super) fn filter_session_list(reg: &Registry, frame: Bytes) -> Bytes {
+pub(in crate::engine) fn filter_session_list(reg: &Registry, frame: Bytes) -> Bytes {
     let Some(mut msg) = wire::parse_value(&frame) else {
         return frame;
     };
@@ -186,7 +186,7 @@ pub(super) fn filter_session_list(reg: &Registry, frame: Bytes) -> Bytes {
 }
 
 /// Bring a stored child back into memory (after a restart). What memory holds wins.
-pub(super) fn restore_child(reg: &mut Registry, stored: StoredChild) {
+pub(in crate::engine) fn restore_child(reg: &mut Registry, stored: StoredChild) {
     if reg.contains(&stored.child_id) {
         return;
     }

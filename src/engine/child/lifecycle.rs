@@ -3,13 +3,13 @@
 
 use serde_json::Value;
 
-use super::{Action, Engine};
+use crate::engine::{Action, Engine};
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::{ChildState, View};
 
 impl Engine {
     /// A finished child got new work (a continued subagent): open a new turn.
-    pub(super) fn resume_child(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
+    pub(in crate::engine) fn resume_child(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
         self.settle_progress(cid, out);
         let Some(child) = self.reg.get_mut(cid) else {
             return;
@@ -29,12 +29,12 @@ impl Engine {
     /// Bring the client's view of a child up to date, where the flavour keeps one apart from
     /// the card (standard subagents). Once it knows of the child, the client follows its
     /// session if the flavour says so.
-    pub(super) fn sync_child(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
+    pub(in crate::engine) fn sync_child(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
         self.show_child(cid, false, out);
     }
 
     /// Only what the client must know of a child before a frame of it: the child itself.
-    pub(super) fn announce_child(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
+    pub(in crate::engine) fn announce_child(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
         self.show_child(cid, true, out);
     }
 
@@ -60,7 +60,12 @@ impl Engine {
     }
 
     /// The child's turn ended: final status and index range on the card.
-    pub(super) fn finish_child(&mut self, cid: &ChildId, state: ChildState, out: &mut Vec<Action>) {
+    pub(in crate::engine) fn finish_child(
+        &mut self,
+        cid: &ChildId,
+        state: ChildState,
+        out: &mut Vec<Action>,
+    ) {
         if self.reg.get(cid).is_none_or(|c| c.card_is_final()) {
             return;
         }
@@ -91,7 +96,7 @@ impl Engine {
 
     /// The parent's prompt turn is about to end (its answer `frame` goes out next): what the
     /// flavour shows of the children still open, before the answer.
-    pub(super) fn turn_ending(&mut self, session: &str, frame: &[u8], out: &mut Vec<Action>) {
+    pub(in crate::engine) fn turn_ending(&mut self, session: &str, frame: &[u8], out: &mut Vec<Action>) {
         let mut open: Vec<(String, ChildId)> = self
             .reg
             .children
@@ -118,7 +123,7 @@ impl Engine {
     }
 
     /// The parent's prompt turn ended: children whose cancel was asked for are cancelled now.
-    pub(super) fn turn_ended(&mut self, session: &str, out: &mut Vec<Action>) {
+    pub(in crate::engine) fn turn_ended(&mut self, session: &str, out: &mut Vec<Action>) {
         let mut cancelled: Vec<(String, ChildId)> = self
             .reg
             .children
@@ -156,7 +161,7 @@ impl Engine {
     /// are in the store, which serves their loads and restores them for parent replays. A
     /// child already waiting in the queue (one restored from the store, or finished earlier
     /// on this connection) keeps its place.
-    pub(super) fn retire(&mut self, cid: &ChildId) {
+    pub(in crate::engine) fn retire(&mut self, cid: &ChildId) {
         if !self.reg.get(cid).is_some_and(|c| c.state.is_final())
             || self.finished.iter().any(|f| f == cid)
         {
@@ -181,13 +186,13 @@ impl Engine {
             self.end_progress(&old);
             self.agent_replays.forget(&old);
             self.siblings.forget(&old);
-            self.store_tried.remove(old.as_str());
+            self.reopen.forget(old.as_str());
         }
     }
 
     /// Whether a new child under `parent` stays within the limits; says why not, once per
     /// session and limit.
-    pub(super) fn spawn_allowed(
+    pub(in crate::engine) fn spawn_allowed(
         &mut self,
         parent: &str,
         top: &str,

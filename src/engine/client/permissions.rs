@@ -7,7 +7,8 @@ use std::borrow::Cow;
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::{str_field, Action, Engine, Millis, NoteLevel};
+use crate::engine::recent::RecentSet;
+use crate::engine::{str_field, Action, Engine, Millis, NoteLevel};
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::Child;
 use crate::subagents::render::zed;
@@ -17,11 +18,64 @@ use crate::wire::{self, write};
 
 /// A permission request waiting to learn which session it belongs to.
 #[derive(Debug)]
-pub(super) struct HeldRequest {
+struct HeldRequest {
     session: String,
     tool_call_id: String,
-    pub(super) frame: Bytes,
+    frame: Bytes,
     deadline: Millis,
+}
+
+/// Permission requests held while they may still turn out to be a child's, and the recent
+/// tool calls known to be the parents' (their requests never wait).
+#[derive(Debug, Default)]
+pub(in crate::engine) struct Held {
+    requests: Vec<HeldRequest>,
+    /// Recent tool calls that went to a top-level thread: their permission requests are the
+    /// parent's and never wait for attribution.
+    parent_tools: RecentSet,
+}
+
+impl Held {
+    pub(in crate::engine) fn is_empty(&self) -> bool {
+        self.requests.is_empty()
+    }
+
+    /// The tool call `tool` of the top-level `session` went to its thread.
+    pub(in crate::engine) fn parent_tool(&mut self, session: &str, tool: &str) {
+        self.parent_tools.insert(session, tool);
+    }
+
+    pub(in crate::engine) fn is_parent_tool(&self, session: &str, tool: &str) -> bool {
+        self.parent_tools.contains(session, tool)
+    }
+
+    /// When the first held request is due, if one is held.
+    pub(in crate::engine) fn deadline(&self) -> Option<Millis> {
+        self.requests.iter().map(|h| h.deadline).min()
+    }
+
+    /// The requests that must go now, in the order they came; the others stay.
+    fn take(&mut self, due: impl Fn(&HeldRequest) -> bool) -> Vec<HeldRequest> {
+        let (ready, keep) = std::mem::take(&mut self.requests)
+            .into_iter()
+            .partition(due);
+        self.requests = keep;
+        ready
+    }
+
+    /// Every held request's frame, in the order they came (nothing is held after).
+    pub(in crate::engine) fn drain(&mut self) -> impl Iterator<Item = Bytes> {
+        std::mem::take(&mut self.requests)
+            .into_iter()
+            .map(|h| h.frame)
+    }
+
+    pub(in crate::engine) fn footprint(&self) -> [(&'static str, usize); 2] {
+        [
+            ("held", self.requests.len()),
+            ("parent_tools", self.parent_tools.len()),
+        ]
+    }
 }
 
 /// A request from the agent that no child owns (yet).
@@ -35,25 +89,9 @@ struct Unowned {
 }
 
 impl Engine {
-    /// When [`Engine::handle_timeout`] must next be called, if ever.
-    pub fn poll_timeout(&self) -> Option<Millis> {
-        let held = self.held.iter().map(|h| h.deadline).min();
-        held.into_iter()
-            .chain(self.pace.next_due())
-            .chain(self.agent_replays.deadline())
-            .min()
-    }
-
-    /// Time passed: release what waited too long, send the card progress that is due.
-    pub fn handle_timeout(&mut self, now: Millis, out: &mut Vec<Action>) {
-        self.now = self.now.max(now);
-        self.progress_due(now, out);
-        self.replay_timeouts(now, out);
-        let (due, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
-            .into_iter()
-            .partition(|h| h.deadline <= now);
-        self.held = keep;
-        for h in due {
+    /// Held requests that waited `permission_hold_ms` go where they were sent.
+    pub(in crate::engine) fn release_held_due(&mut self, now: Millis, out: &mut Vec<Action>) {
+        for h in self.held.take(|h| h.deadline <= now) {
             self.note(
                 out,
                 NoteLevel::Info,
@@ -69,7 +107,12 @@ impl Engine {
     /// A request from the agent to the client (`session/request_permission`, `fs/*`,
     /// `terminal/*`, ...): sent under a session the client knows, or held while it may still
     /// turn out to be a child's.
-    pub(super) fn route_agent_request(&mut self, frame: Bytes, now: Millis, out: &mut Vec<Action>) {
+    pub(in crate::engine) fn route_agent_request(
+        &mut self,
+        frame: Bytes,
+        now: Millis,
+        out: &mut Vec<Action>,
+    ) {
         let Some(u) = self.route_to_owner(frame, out) else {
             return;
         };
@@ -80,15 +123,15 @@ impl Engine {
         let parents = u
             .tool
             .as_deref()
-            .is_some_and(|t| self.parent_tools.contains(&u.session, t));
+            .is_some_and(|t| self.held.is_parent_tool(&u.session, t));
         let hold = u.method == "session/request_permission"
             && !is_spawn
             && !parents
-            && !self.replaying.contains(&u.session)
+            && !self.reopen.replaying(&u.session)
             && self.reg.has_open_legacy_child(&u.session)
-            && self.held.len() < self.cfg.zed.max_held_permissions;
+            && self.held.requests.len() < self.cfg.zed.max_held_permissions;
         match (hold, u.tool) {
-            (true, Some(tool_call_id)) => self.held.push(HeldRequest {
+            (true, Some(tool_call_id)) => self.held.requests.push(HeldRequest {
                 session: u.session,
                 tool_call_id,
                 frame: u.frame,
@@ -256,7 +299,7 @@ impl Engine {
     }
 
     /// A tool call was seen: permission requests held for it can be routed now.
-    pub(super) fn release_held(
+    pub(in crate::engine) fn release_held(
         &mut self,
         session: &str,
         tool_call_id: &str,
@@ -265,10 +308,9 @@ impl Engine {
         if self.held.is_empty() {
             return;
         }
-        let (ready, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
-            .into_iter()
-            .partition(|h| h.session == session && h.tool_call_id == tool_call_id);
-        self.held = keep;
+        let ready = self
+            .held
+            .take(|h| h.session == session && h.tool_call_id == tool_call_id);
         for h in ready {
             self.route_released_request(h.frame, out);
         }

@@ -12,16 +12,16 @@ use bytes::Bytes;
 use hashbrown::HashMap;
 use serde_json::Value;
 
-use super::{Action, Engine, Millis};
+use crate::engine::{Action, Engine, Millis};
 use crate::subagents::ids::ChildId;
 use crate::subagents::render::CardChange;
 
 /// The shortest time between two progress updates of one card.
-pub(super) const PROGRESS_INTERVAL_MS: Millis = 250;
+pub(in crate::engine) const PROGRESS_INTERVAL_MS: Millis = 250;
 
 /// The pacing state of every card that showed progress and is still open.
 #[derive(Debug, Default)]
-pub(super) struct Pacer {
+pub(in crate::engine) struct Pacer {
     cards: HashMap<ChildId, Paced>,
 }
 
@@ -43,14 +43,14 @@ struct Held {
 
 impl Pacer {
     /// When the earliest held update is due.
-    pub(super) fn next_due(&self) -> Option<Millis> {
+    pub(in crate::engine) fn next_due(&self) -> Option<Millis> {
         self.cards
             .values()
             .filter_map(|p| p.held.as_ref().map(|h| h.due))
             .min()
     }
 
-    pub(super) fn len(&self) -> usize {
+    pub(in crate::engine) fn len(&self) -> usize {
         self.cards.len()
     }
 }
@@ -91,7 +91,7 @@ fn line_update(line: &Bytes) -> Option<Value> {
 impl Engine {
     /// What a child's step did to its card: a settled card's grown range goes out (and is
     /// stored) at once, an open card's progress is paced.
-    pub(super) fn card_changed(
+    pub(in crate::engine) fn card_changed(
         &mut self,
         cid: &ChildId,
         parent: String,
@@ -111,7 +111,7 @@ impl Engine {
 
     /// A progress update of a child's card (in `parent`'s thread): out now if the card was
     /// quiet for an interval, else held (merged with what is held) until the interval ends.
-    pub(super) fn pace_progress(
+    pub(in crate::engine) fn pace_progress(
         &mut self,
         cid: &ChildId,
         parent: String,
@@ -151,7 +151,7 @@ impl Engine {
     }
 
     /// Another update of the card follows: what progress it held goes out first.
-    pub(super) fn settle_progress(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
+    pub(in crate::engine) fn settle_progress(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
         let now = self.now;
         let Some(held) = self.pace.cards.get_mut(cid).and_then(|p| {
             let held = p.held.take()?;
@@ -164,13 +164,13 @@ impl Engine {
     }
 
     /// The card ended (or the child is let go of): what it held is superseded.
-    pub(super) fn end_progress(&mut self, cid: &ChildId) {
+    pub(in crate::engine) fn end_progress(&mut self, cid: &ChildId) {
         self.pace.cards.remove(cid);
     }
 
     /// Held progress whose interval is over goes out (in a fixed order: the same input gives
     /// the same output).
-    pub(super) fn progress_due(&mut self, now: Millis, out: &mut Vec<Action>) {
+    pub(in crate::engine) fn progress_due(&mut self, now: Millis, out: &mut Vec<Action>) {
         let mut due: Vec<(Millis, ChildId)> = self
             .pace
             .cards
@@ -187,7 +187,7 @@ impl Engine {
     }
 
     /// Every held update goes out now (the agent is gone: its last word on each card).
-    pub(super) fn flush_progress(&mut self, out: &mut Vec<Action>) {
+    pub(in crate::engine) fn flush_progress(&mut self, out: &mut Vec<Action>) {
         let mut ids: Vec<ChildId> = self.pace.cards.keys().cloned().collect();
         ids.sort();
         for cid in ids {

@@ -29,7 +29,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use super::{str_field, Action, Engine, Millis, NoteLevel};
+use crate::engine::{str_field, Action, Engine, Millis, NoteLevel};
 use crate::subagents::ids::ChildId;
 use crate::subagents::spec::ChildReplay;
 use crate::wire::keys::string_after_key_bytes;
@@ -83,7 +83,7 @@ struct Fetch {
 
 /// Fetches of agent-replayed children, and what they need.
 #[derive(Debug, Default)]
-pub(super) struct AgentReplays {
+pub(in crate::engine) struct AgentReplays {
     /// The agent's session id of each child whose replay was asked for → the child.
     by_agent_id: HashMap<String, ChildId>,
     /// Fetches under way, by the JSON text of their request id.
@@ -126,7 +126,7 @@ struct CwdOf<'a> {
 
 impl AgentReplays {
     /// The child an agent session id is replayed for.
-    pub(super) fn child_of(&self, agent_session: &str) -> Option<&ChildId> {
+    pub(in crate::engine) fn child_of(&self, agent_session: &str) -> Option<&ChildId> {
         if self.by_agent_id.is_empty() {
             return None;
         }
@@ -134,13 +134,13 @@ impl AgentReplays {
     }
 
     /// Whether no agent session is replayed for a child (then no frame names one).
-    pub(super) fn is_empty(&self) -> bool {
+    pub(in crate::engine) fn is_empty(&self) -> bool {
         self.by_agent_id.is_empty()
     }
 
     /// Whether a raw frame may name one of the agent sessions replayed for a child: every
     /// `"sessionId"` value in it is looked up (an escaped one counts, so the caller parses).
-    pub(super) fn may_name_one(&self, raw: &[u8]) -> bool {
+    pub(in crate::engine) fn may_name_one(&self, raw: &[u8]) -> bool {
         if self.by_agent_id.is_empty() {
             return false;
         }
@@ -158,23 +158,23 @@ impl AgentReplays {
     }
 
     /// Whether this response id is one of the proxy's fetches (under way, or given up on).
-    pub(super) fn owns(&self, id: &RawValue) -> bool {
+    pub(in crate::engine) fn owns(&self, id: &RawValue) -> bool {
         (!self.in_flight.is_empty() && self.in_flight.contains_key(id.get()))
             || (!self.abandoned.is_empty() && self.abandoned.iter().any(|a| a == id.get()))
     }
 
     /// Whether the child's replay is asked for and not done yet.
-    pub(super) fn pending(&self, child: &str) -> bool {
+    pub(in crate::engine) fn pending(&self, child: &str) -> bool {
         self.fallback.contains_key(child)
     }
 
     /// What the child's thread gets if the agent cannot replay it.
-    pub(super) fn fallback(&mut self, child: &ChildId, answer: Option<Value>) {
+    pub(in crate::engine) fn fallback(&mut self, child: &ChildId, answer: Option<Value>) {
         self.fallback.insert(child.clone(), answer);
     }
 
     /// Hold a client's `session/load` of the child until its fetch is done.
-    pub(super) fn hold_load(&mut self, child: &str, request: Bytes) {
+    pub(in crate::engine) fn hold_load(&mut self, child: &str, request: Bytes) {
         if let Some((id, _)) = self.fallback.get_key_value(child) {
             let id = id.clone();
             self.waiting.entry(id).or_default().push(request);
@@ -182,12 +182,12 @@ impl AgentReplays {
     }
 
     /// The earliest deadline of a fetch under way.
-    pub(super) fn deadline(&self) -> Option<Millis> {
+    pub(in crate::engine) fn deadline(&self) -> Option<Millis> {
         self.in_flight.values().map(|f| f.deadline).min()
     }
 
     /// A client request that opens a session: remember its working directory.
-    pub(super) fn client_opens(&mut self, id: &RawValue, method: &str, frame: &[u8]) {
+    pub(in crate::engine) fn client_opens(&mut self, id: &RawValue, method: &str, frame: &[u8]) {
         let Ok(p) = serde_json::from_slice::<CwdParams<'_>>(wire::line_body(frame)) else {
             return;
         };
@@ -213,7 +213,7 @@ impl AgentReplays {
     }
 
     /// The agent answered a `session/new`: its session's working directory is known.
-    pub(super) fn session_created(&mut self, id: &RawValue, frame: &[u8]) {
+    pub(in crate::engine) fn session_created(&mut self, id: &RawValue, frame: &[u8]) {
         let Some(cwd) = self.new_sessions.remove(id.get()) else {
             return;
         };
@@ -246,14 +246,14 @@ impl AgentReplays {
     }
 
     /// The engine let go of a child.
-    pub(super) fn forget(&mut self, child: &str) {
+    pub(in crate::engine) fn forget(&mut self, child: &str) {
         if self.pending(child) {
             return;
         }
         self.by_agent_id.retain(|_, c| c.as_str() != child);
     }
 
-    pub(super) fn footprint(&self) -> [(&'static str, usize); 5] {
+    pub(in crate::engine) fn footprint(&self) -> [(&'static str, usize); 5] {
         [
             ("replay_agent_ids", self.by_agent_id.len()),
             ("replay_in_flight", self.in_flight.len()),
@@ -267,7 +267,11 @@ impl AgentReplays {
 impl Engine {
     /// The agent session id to fetch a finished child's replay from, if its preset says the
     /// agent replays children and the child thread does not hold its work yet.
-    pub(super) fn replay_to_fetch(&self, cid: &ChildId, update: &Value) -> Option<String> {
+    pub(in crate::engine) fn replay_to_fetch(
+        &self,
+        cid: &ChildId,
+        update: &Value,
+    ) -> Option<String> {
         let child = self.reg.get(cid)?;
         let preset = child.preset?;
         if !self.detector.child_replay_of(preset).replays()
@@ -287,7 +291,12 @@ impl Engine {
     }
 
     /// Ask the agent for the child's replay (now, or when a slot frees up).
-    pub(super) fn fetch_replay(&mut self, cid: &ChildId, agent_id: &str, out: &mut Vec<Action>) {
+    pub(in crate::engine) fn fetch_replay(
+        &mut self,
+        cid: &ChildId,
+        agent_id: &str,
+        out: &mut Vec<Action>,
+    ) {
         let r = &mut self.agent_replays;
         if r.by_agent_id.len() >= MAX_KNOWN {
             // Only routing of late events is lost; a child being fetched keeps its mapping.
@@ -331,7 +340,7 @@ impl Engine {
 
     /// The client's turn (or load) of `session` was answered: the fetches that waited for it
     /// go ahead.
-    pub(super) fn parent_turn_over(&mut self, session: &str, out: &mut Vec<Action>) {
+    pub(in crate::engine) fn parent_turn_over(&mut self, session: &str, out: &mut Vec<Action>) {
         if self.agent_replays.after_turn.is_empty() {
             return;
         }
@@ -388,7 +397,7 @@ impl Engine {
 
     /// An update under an agent session replayed for `cid`: kept for the child thread while
     /// the fetch runs; never sent to the client, which does not know that session.
-    pub(super) fn replayed_update(
+    pub(in crate::engine) fn replayed_update(
         &mut self,
         cid: &ChildId,
         agent_session: &str,
@@ -438,7 +447,12 @@ impl Engine {
     }
 
     /// The agent answered one of the proxy's fetches.
-    pub(super) fn replay_answered(&mut self, id: &RawValue, frame: &Bytes, out: &mut Vec<Action>) {
+    pub(in crate::engine) fn replay_answered(
+        &mut self,
+        id: &RawValue,
+        frame: &Bytes,
+        out: &mut Vec<Action>,
+    ) {
         let Some(fetch) = self.agent_replays.in_flight.remove(id.get()) else {
             // The late answer of a fetch given up on: nobody else asked for it.
             self.agent_replays.abandoned.retain(|a| a != id.get());
@@ -477,7 +491,7 @@ impl Engine {
     }
 
     /// Fetches that took too long: the child thread keeps what the spawn said.
-    pub(super) fn replay_timeouts(&mut self, now: Millis, out: &mut Vec<Action>) {
+    pub(in crate::engine) fn replay_timeouts(&mut self, now: Millis, out: &mut Vec<Action>) {
         let due: Vec<String> = self
             .agent_replays
             .in_flight
@@ -507,7 +521,7 @@ impl Engine {
     }
 
     /// The agent is gone: no fetch will be answered.
-    pub(super) fn replays_abandoned(&mut self, out: &mut Vec<Action>) {
+    pub(in crate::engine) fn replays_abandoned(&mut self, out: &mut Vec<Action>) {
         let keys: Vec<String> = self.agent_replays.in_flight.keys().cloned().collect();
         let mut children: Vec<ChildId> = keys
             .iter()

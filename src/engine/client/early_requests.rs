@@ -7,8 +7,8 @@
 
 use serde_json::Value;
 
-use super::recent::RecentMap;
-use super::{session_of, Action, Engine};
+use crate::engine::recent::RecentMap;
+use crate::engine::{session_of, Action, Engine};
 use crate::wire::envelope::Envelope;
 use crate::wire::write;
 
@@ -34,7 +34,7 @@ impl ClientCaps {
 
 /// What the engine keeps to tell which sessions the client knows.
 #[derive(Debug)]
-pub(super) struct SessionsKnown {
+pub(in crate::engine) struct SessionsKnown {
     caps: ClientCaps,
     /// Client requests whose response creates a session, not answered yet: while there are
     /// none, no agent request is checked (the hot path pays one comparison).
@@ -62,7 +62,7 @@ fn creates_session(method: &str) -> bool {
 
 impl SessionsKnown {
     /// The client's `initialize` params.
-    pub(super) fn client_initialize(&mut self, params: &Value) {
+    pub(in crate::engine) fn client_initialize(&mut self, params: &Value) {
         let caps = &params["clientCapabilities"];
         let yes = |p: &str| caps.pointer(p).and_then(Value::as_bool) == Some(true);
         self.caps = ClientCaps {
@@ -73,7 +73,7 @@ impl SessionsKnown {
     }
 
     /// The client sent a request (naming `session`, if it does) on to the agent.
-    pub(super) fn client_request(&mut self, method: &str, session: Option<&str>) {
+    pub(in crate::engine) fn client_request(&mut self, method: &str, session: Option<&str>) {
         if creates_session(method) {
             self.creating += 1;
         }
@@ -83,7 +83,7 @@ impl SessionsKnown {
     }
 
     /// The agent answered a client request: a new session becomes known.
-    pub(super) fn response(&mut self, method: &str, frame: &[u8]) {
+    pub(in crate::engine) fn response(&mut self, method: &str, frame: &[u8]) {
         if !creates_session(method) {
             return;
         }
@@ -96,21 +96,21 @@ impl SessionsKnown {
     }
 
     /// The agent is gone: nothing is being created any more.
-    pub(super) fn agent_gone(&mut self) {
+    pub(in crate::engine) fn agent_gone(&mut self) {
         self.creating = 0;
     }
 
     /// Whether agent requests must be checked now.
-    pub(super) fn creating(&self) -> bool {
+    pub(in crate::engine) fn creating(&self) -> bool {
         self.creating > 0
     }
 
     /// Whether the client knows the session (as a top-level session, or one it opened).
-    pub(super) fn knows(&self, session: &str) -> bool {
+    pub(in crate::engine) fn knows(&self, session: &str) -> bool {
         self.known.contains(session)
     }
 
-    pub(super) fn len(&self) -> usize {
+    pub(in crate::engine) fn len(&self) -> usize {
         self.known.len()
     }
 }
@@ -121,7 +121,7 @@ impl Engine {
     /// that model subagents: a pure relay (`off`) changes nothing. In `acp` the children the
     /// agent announced itself (a standard client learns of them from `subagent_update`) are
     /// known too.
-    pub(super) fn answer_early_request(
+    pub(in crate::engine) fn answer_early_request(
         &mut self,
         env: &Envelope<'_>,
         out: &mut Vec<Action>,

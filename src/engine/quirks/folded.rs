@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use super::{str_field, Action, Engine};
+use crate::engine::{str_field, Action, Engine};
 use crate::subagents::fold::Fold;
 use crate::subagents::ids::ChildId;
 use crate::subagents::render::Step;
@@ -12,7 +12,7 @@ use crate::subagents::spec::TranscriptOn;
 
 impl Engine {
     /// Updates read out of a folded transcript, recorded in the child's thread.
-    pub(super) fn record_folded(
+    pub(in crate::engine) fn record_folded(
         &mut self,
         cid: &ChildId,
         updates: Vec<Value>,
@@ -21,7 +21,7 @@ impl Engine {
         let replaying = self
             .reg
             .get(cid)
-            .is_some_and(|c| self.replaying.contains(&c.top_session));
+            .is_some_and(|c| self.reopen.replaying(&c.top_session));
         let nested = self
             .reg
             .get(cid)
@@ -43,7 +43,11 @@ impl Engine {
             };
             let card = if child.card_is_final() {
                 // Work after the card settled (a box that outlived its spawn): the range grows.
-                super::child_events::settled_card_grown(self.render.as_ref(), child, before)
+                crate::engine::child::events::settled_card_grown(
+                    self.render.as_ref(),
+                    child,
+                    before,
+                )
             } else if replaying {
                 None
             } else {
@@ -67,7 +71,7 @@ impl Engine {
     /// what changed goes into the child thread, and the card keeps only the child's answer
     /// (or, failed without one, how the child ended). `None` when the card carries none;
     /// else the answer it gave, if any.
-    pub(super) fn spawn_transcript(
+    pub(in crate::engine) fn spawn_transcript(
         &mut self,
         cid: &ChildId,
         update: &mut Value,

@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::{str_field, Action, Engine};
+use crate::engine::{str_field, Action, Engine};
 use crate::subagents::ids;
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::{
@@ -15,7 +15,7 @@ use crate::wire::write;
 
 impl Engine {
     /// Standard ACP `subagent_update` (and the earlier draft kinds) on session `on`.
-    pub(super) fn standard_announce(
+    pub(in crate::engine) fn standard_announce(
         &mut self,
         on: &str,
         update: Option<Value>,
@@ -45,8 +45,8 @@ impl Engine {
                 let replaying = self
                     .reg
                     .get(&cid)
-                    .is_some_and(|c| self.replaying.contains(&c.top_session));
-                if replaying && self.replay_cards.insert(cid.clone()) {
+                    .is_some_and(|c| self.reopen.replaying(&c.top_session));
+                if replaying && self.reopen.show_card(&cid) {
                     // The parent is being reopened: its thread needs the card again.
                     if let Some(child) = self.reg.get(&cid) {
                         let card = self.render.synthesized_card(child);
@@ -103,8 +103,8 @@ impl Engine {
                     child.title = "Subagent".into();
                 }
                 let card = self.render.synthesized_card(&child);
-                if self.replaying.contains(&child.top_session) {
-                    self.replay_cards.insert(cid.clone());
+                if self.reopen.replaying(&child.top_session) {
+                    self.reopen.show_card(&cid);
                 }
                 self.reg.insert(child);
                 self.persist_child(&cid, out);
@@ -148,7 +148,7 @@ impl Engine {
     /// For a client that speaks standard subagents: the agent's own subagent traffic (its
     /// announcements, messages between sessions, the children's own sessions) goes as it is,
     /// the drafts' kinds as the standard ones. Hands back any other frame.
-    pub(super) fn acp_native(
+    pub(in crate::engine) fn acp_native(
         &mut self,
         frame: Bytes,
         sid: &str,
@@ -205,7 +205,7 @@ impl Engine {
 
     /// A standard `session_message`: the one addressed to a child is its task prompt (or a
     /// follow-up); replies and everything else are not for a client that did not opt in.
-    pub(super) fn session_message(
+    pub(in crate::engine) fn session_message(
         &mut self,
         _on: &str,
         update: Option<Value>,

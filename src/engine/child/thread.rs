@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{str_field, Action, Engine, NoteLevel};
+use crate::engine::{str_field, Action, Engine, NoteLevel};
 use crate::subagents::entries::key_field;
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::Tracking;
@@ -15,7 +15,7 @@ use crate::wire::write;
 impl Engine {
     /// Put an update into a session's thread: a child's is recorded (and sent live if the
     /// client loaded it), a top-level session's goes to the client.
-    pub(super) fn emit(&mut self, session: &str, update: Value, out: &mut Vec<Action>) {
+    pub(in crate::engine) fn emit(&mut self, session: &str, update: Value, out: &mut Vec<Action>) {
         if self.reg.is_child(session) {
             self.record_in(session, &update, out);
         } else {
@@ -29,7 +29,12 @@ impl Engine {
         }
     }
 
-    pub(super) fn record_in(&mut self, cid: &str, update: &Value, out: &mut Vec<Action>) {
+    pub(in crate::engine) fn record_in(
+        &mut self,
+        cid: &str,
+        update: &Value,
+        out: &mut Vec<Action>,
+    ) {
         let kind = str_field(update, "sessionUpdate").unwrap_or("").to_owned();
         let tool = str_field(update, "toolCallId").map(str::to_owned);
         self.record_text_in(
@@ -44,7 +49,7 @@ impl Engine {
 
     /// Append one update (its JSON text, and the parsed value when at hand) to a child's
     /// thread, persist it, and send it live if the client loaded the child.
-    pub(super) fn record_text_in(
+    pub(in crate::engine) fn record_text_in(
         &mut self,
         cid: &str,
         kind: &str,
@@ -119,7 +124,7 @@ impl Engine {
         }
     }
 
-    pub(super) fn persist_child(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
+    pub(in crate::engine) fn persist_child(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
         let Some(c) = self.reg.get(cid) else { return };
         out.push(Action::Store(StoreOp::UpsertChild {
             child_id: c.id.to_string(),
@@ -133,7 +138,7 @@ impl Engine {
         }));
     }
 
-    pub(super) fn persist_state(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
+    pub(in crate::engine) fn persist_state(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
         let Some(c) = self.reg.get(cid) else { return };
         out.push(Action::Store(StoreOp::SetState {
             child_id: c.id.to_string(),
@@ -148,7 +153,7 @@ impl Engine {
 
     /// The session the client knows for a child: the child once loaded, else the nearest
     /// loaded ancestor, else the top-level session.
-    pub(super) fn visible_session(&self, cid: &str) -> String {
+    pub(in crate::engine) fn visible_session(&self, cid: &str) -> String {
         let mut cur = cid.to_owned();
         for _ in 0..64 {
             match self.reg.get(&cur) {

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::{Action, Engine};
+use crate::engine::{Action, Engine};
 use crate::subagents::detect::EndStatus;
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::{ChildState, Prompt};
@@ -15,7 +15,7 @@ impl Engine {
     /// the preset that says so, the frame goes into that child's thread (instead of the
     /// parent's: Qwen repeats the notice in the follow-up turn it starts there) and ends the
     /// child. Returns whether it did; otherwise the caller routes the frame on.
-    pub(super) fn end_signal(
+    pub(in crate::engine) fn end_signal(
         &mut self,
         session: &str,
         update: &Value,
@@ -59,7 +59,11 @@ impl Engine {
 
     /// The task a standard announcement carried, as the child thread's first message, once
     /// the child's work starts (or it ends) and no `session_message` brought the task.
-    pub(super) fn record_announced_prompt(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
+    pub(in crate::engine) fn record_announced_prompt(
+        &mut self,
+        cid: &ChildId,
+        out: &mut Vec<Action>,
+    ) {
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use super::{str_field, Action, Engine};
+use crate::engine::{str_field, Action, Engine};
 use crate::subagents::detect::{PresetId, SpawnEvent};
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::{Card, Child, ChildState, Prompt, Run, SpawnSite};
@@ -20,9 +20,52 @@ struct Reading {
     event: Option<SpawnEvent>,
 }
 
+/// What a frame of the spawn card does to the child's life, decided by [`spawn_step`] from
+/// the frame's status and the child as it is (titles, progress and the child's thread are
+/// read beside it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SpawnStep {
+    /// The agent completed the card at the launch of a background child that it reports
+    /// later: the card shows the launch as running, the child runs on.
+    Launched,
+    /// The card ends, the child in this state.
+    Finished(ChildState),
+    /// The first sign that an announced child runs.
+    Started,
+    /// Nothing of the child's life changes (a title, a description, progress).
+    Refined,
+}
+
+/// What the status of a spawn card's frame (`completed`, `failed`, `pending`, …) means for
+/// `child`; `keeps_open`: its preset reports a background child's end later.
+fn spawn_step(child: &Child, status: Option<&str>, keeps_open: bool) -> SpawnStep {
+    let completed = status == Some("completed");
+    match status {
+        Some("completed" | "failed") if !child.card_is_final() => {
+            if child.is_background() && keeps_open && completed {
+                // Only the launch (its notice stays the card's content).
+                SpawnStep::Launched
+            } else if child.is_background() && (completed || !keeps_open) {
+                // The agent completed the card at launch; the child runs on.
+                SpawnStep::Finished(ChildState::Running)
+            } else if child.cancel_asked() {
+                SpawnStep::Finished(ChildState::Cancelled)
+            } else if completed {
+                SpawnStep::Finished(ChildState::Completed)
+            } else {
+                SpawnStep::Finished(ChildState::Failed)
+            }
+        }
+        Some("pending" | "in_progress") if child.state == ChildState::Announced => {
+            SpawnStep::Started
+        }
+        _ => SpawnStep::Refined,
+    }
+}
+
 impl Engine {
     /// A spawn tool call: create (or find, after a restart or in a replay) its child.
-    pub(super) fn new_spawn(
+    pub(in crate::engine) fn new_spawn(
         &mut self,
         site: SpawnSite,
         tool_name: String,
@@ -75,7 +118,7 @@ impl Engine {
     }
 
     /// A frame of the spawn tool call itself: keep the card current on the parent.
-    pub(super) fn spawn_event(
+    pub(in crate::engine) fn spawn_event(
         &mut self,
         cid: &ChildId,
         kind: &str,
@@ -158,23 +201,14 @@ impl Engine {
         let status = str_field(&update, "status").map(str::to_owned);
         let completed = status.as_deref() == Some("completed");
         let ended = matches!(status.as_deref(), Some("completed" | "failed"));
-        let mut finished = false;
-        let mut launched = false;
-        match status.as_deref() {
-            Some("completed" | "failed") if !child.card_is_final() => {
-                if child.is_background() && keeps_open && completed {
-                    // Only the launch (its notice stays the card's content): the card stays
-                    // open until the child ends.
-                    launched = true;
-                } else {
-                    finished = true;
-                }
-            }
-            Some("pending" | "in_progress") if child.state == ChildState::Announced => {
-                child.state = ChildState::Running;
-            }
-            _ => {}
+        let step = spawn_step(child, status.as_deref(), keeps_open);
+        if step == SpawnStep::Started {
+            child.state = ChildState::Running;
         }
+        let (finished, launched) = (
+            matches!(step, SpawnStep::Finished(_)),
+            step == SpawnStep::Launched,
+        );
         let fresh = !child.replay_known();
         let mut progress = false;
         if !finished && !child.card_is_final() {
@@ -249,17 +283,7 @@ impl Engine {
             return;
         };
         let mut retitle = false;
-        if finished {
-            let state = if child.is_background() && (completed || !keeps_open) {
-                // The agent completed the card at launch; the child runs on.
-                ChildState::Running
-            } else if child.cancel_asked() {
-                ChildState::Cancelled
-            } else if completed {
-                ChildState::Completed
-            } else {
-                ChildState::Failed
-            };
+        if let SpawnStep::Finished(state) = step {
             // A card that showed live progress gets the task's title back.
             retitle = child.finish_card(state);
         } else if progress && self.render.progress_title(child).is_some() {
@@ -387,5 +411,81 @@ fn unseen_end(completed: bool, update: &Value) -> String {
         (true, t) => format!("\n\nIt completed: {t}"),
         (false, "") => "\n\nIt failed.".to_owned(),
         (false, t) => format!("\n\nIt failed: {t}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::subagents::model::Cancel;
+
+    fn child(state: ChildState, run: Run) -> Child {
+        let site = SpawnSite {
+            agent_session: "s".into(),
+            parent: "s".into(),
+            top_session: "s".into(),
+            spawn_id: "t".into(),
+        };
+        let mut c = Child::new(ChildId::derive("s", "t"), site, "Task".into());
+        c.state = state;
+        c.run = run;
+        c
+    }
+
+    #[test]
+    fn a_spawn_cards_status_decides_one_step() {
+        use SpawnStep::*;
+        let running = child(ChildState::Running, Run::Foreground);
+        let background = child(ChildState::Running, Run::Background);
+        let announced = child(ChildState::Announced, Run::Foreground);
+        let cases = [
+            (
+                &running,
+                Some("completed"),
+                false,
+                Finished(ChildState::Completed),
+            ),
+            (&running, Some("failed"), true, Finished(ChildState::Failed)),
+            (&running, Some("in_progress"), false, Refined),
+            (&running, None, false, Refined),
+            (&background, Some("completed"), true, Launched),
+            (
+                &background,
+                Some("completed"),
+                false,
+                Finished(ChildState::Running),
+            ),
+            (
+                &background,
+                Some("failed"),
+                false,
+                Finished(ChildState::Running),
+            ),
+            (
+                &background,
+                Some("failed"),
+                true,
+                Finished(ChildState::Failed),
+            ),
+            (&announced, Some("pending"), false, Started),
+            (&announced, Some("in_progress"), false, Started),
+        ];
+        for (c, status, keeps_open, want) in cases {
+            assert_eq!(
+                spawn_step(c, status, keeps_open),
+                want,
+                "{status:?} keeps_open={keeps_open} {:?}",
+                c.run
+            );
+        }
+        let mut cancelled = child(ChildState::Running, Run::Foreground);
+        cancelled.cancel = Cancel::Asked;
+        assert_eq!(
+            spawn_step(&cancelled, Some("failed"), false),
+            Finished(ChildState::Cancelled)
+        );
+        let mut settled = child(ChildState::Running, Run::Foreground);
+        settled.finish_card(ChildState::Completed);
+        assert_eq!(spawn_step(&settled, Some("completed"), false), Refined);
     }
 }

@@ -1,68 +1,70 @@
 //! Reopened sessions: a parent's `session/load` replay and the children the store kept for it.
 
-use bytes::Bytes;
+use hashbrown::HashSet;
 use serde_json::Value;
 
-use super::{child_sessions, session_of, Action, Engine, Millis};
+use crate::engine::{Action, Engine};
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::{Child, Replay};
-use crate::subagents::persist::StoredChild;
-use crate::wire::envelope::{self, Parsed};
 use crate::wire::write;
 
 /// Child ids remembered as already looked up in the store, at most.
 const STORE_TRIED_MAX: usize = 4096;
 
-impl Engine {
-    /// Children the store kept for a parent session (after a restart).
-    pub fn restore(&mut self, children: Vec<StoredChild>) {
-        for stored in children {
-            let id = stored.child_id.clone();
-            child_sessions::restore_child(&mut self.reg, stored);
-            let replaying = &self.replaying;
-            if let Some(child) = self.reg.get_mut(&id) {
-                child.replay = if replaying.contains(&child.top_session) && !child.thread.is_empty()
-                {
-                    Replay::Known
-                } else {
-                    Replay::Live
-                };
-            }
-        }
+/// What reopening keeps: the parents whose `session/load` replay is under way, the cards
+/// shown again during it, and the child ids the store was asked about.
+#[derive(Debug, Default)]
+pub(in crate::engine) struct Reopen {
+    /// Parent sessions whose `session/load` replay is under way.
+    replaying: HashSet<String>,
+    /// Synthesized cards already shown again during the current parent replays.
+    cards_shown: HashSet<ChildId>,
+    /// Child ids the store was already asked about (a miss there is final).
+    store_tried: HashSet<String>,
+}
+
+impl Reopen {
+    /// Whether the parent `top_session` is being replayed to the client.
+    pub(in crate::engine) fn replaying(&self, top_session: &str) -> bool {
+        self.replaying.contains(top_session)
     }
 
-    /// The store's answer to [`Action::FetchChild`]: serve or refuse the held request.
-    pub fn child_fetched(
-        &mut self,
-        child: Option<StoredChild>,
-        request: Bytes,
-        now: Millis,
-        out: &mut Vec<Action>,
-    ) {
+    /// The synthesized card of `cid` is shown again in this replay: whether it was not yet.
+    pub(in crate::engine) fn show_card(&mut self, cid: &ChildId) -> bool {
+        self.cards_shown.insert(cid.clone())
+    }
+
+    /// Whether the store was asked about this session id already.
+    pub(in crate::engine) fn store_tried(&self, id: &str) -> bool {
+        self.store_tried.contains(id)
+    }
+
+    /// The store answered about these ids (a bounded cache: past its size it starts over,
+    /// and forgetting means asking the store again).
+    pub(in crate::engine) fn store_answered(&mut self, ids: impl IntoIterator<Item = String>) {
         if self.store_tried.len() >= STORE_TRIED_MAX {
-            // Only a cache of answers: forgetting it means asking the store again.
             self.store_tried.clear();
         }
-        let restored = child.map(|stored| {
-            let id = ChildId::known(stored.child_id.clone());
-            self.store_tried.insert(stored.child_id.clone());
-            child_sessions::restore_child(&mut self.reg, stored);
-            id
-        });
-        if let Parsed::Message(env) = envelope::parse(&request) {
-            if let Some(sid) = session_of(env.params) {
-                self.store_tried.insert(sid);
-            }
-        }
-        self.from_client(request, now, out);
-        if let Some(id) = restored {
-            // Served: a finished child leaves memory again in its turn, like any other.
-            self.retire(&id);
-        }
+        self.store_tried.extend(ids);
     }
 
-    pub(super) fn begin_replay(&mut self, session: &str, out: &mut Vec<Action>) {
-        self.replaying.insert(session.to_owned());
+    /// A child left memory.
+    pub(in crate::engine) fn forget(&mut self, id: &str) {
+        self.store_tried.remove(id);
+    }
+
+    pub(in crate::engine) fn footprint(&self) -> [(&'static str, usize); 3] {
+        [
+            ("replaying", self.replaying.len()),
+            ("store_tried", self.store_tried.len()),
+            ("replay_cards", self.cards_shown.len()),
+        ]
+    }
+}
+
+impl Engine {
+    pub(in crate::engine) fn begin_replay(&mut self, session: &str, out: &mut Vec<Action>) {
+        self.reopen.replaying.insert(session.to_owned());
         out.push(Action::FetchChildren {
             parent_session_id: session.to_owned(),
         });
@@ -81,8 +83,8 @@ impl Engine {
     /// The agent finished replaying a parent. Cards the proxy synthesized for standard
     /// children are not in the agent's history unless it replayed the announcements: show
     /// the missing ones now, so the reopened thread has every card.
-    pub(super) fn end_replay(&mut self, session: &str, out: &mut Vec<Action>) {
-        if !self.replaying.remove(session) {
+    pub(in crate::engine) fn end_replay(&mut self, session: &str, out: &mut Vec<Action>) {
+        if !self.reopen.replaying.remove(session) {
             return;
         }
         let mut missing: Vec<&Child> = self
@@ -90,7 +92,7 @@ impl Engine {
             .children
             .values()
             .filter(|c| c.top_session == session && c.parent == session && c.agent_child.is_some())
-            .filter(|c| !self.replay_cards.contains(&c.id))
+            .filter(|c| !self.reopen.cards_shown.contains(&c.id))
             .collect();
         missing.sort_by(|a, b| a.spawn_id.cmp(&b.spawn_id));
         let cards: Vec<Value> = missing
@@ -110,7 +112,7 @@ impl Engine {
         // A fixed order (the map's is random per process): the same children leave memory.
         done.sort();
         for id in done {
-            self.replay_cards.remove(&id);
+            self.reopen.cards_shown.remove(&id);
             // Children restored for the replay leave memory again in their turn.
             self.retire(&id);
         }

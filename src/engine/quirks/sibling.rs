@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::{str_field, Action, Engine, NoteLevel};
+use crate::engine::{str_field, Action, Engine, NoteLevel};
 use crate::subagents::detect::{sibling_owner, SiblingOwner};
 use crate::subagents::fold::Fold;
 use crate::subagents::ids::ChildId;
@@ -36,7 +36,7 @@ struct BoxRoute {
 
 /// Open spawns' sibling keys and where each box went.
 #[derive(Debug, Default)]
-pub(super) struct Siblings {
+pub(in crate::engine) struct Siblings {
     /// What a spawn's sibling calls name it by (AgentPool: the agent's name).
     keys: HashMap<ChildId, String>,
     /// By (agent session, box tool call id).
@@ -44,12 +44,12 @@ pub(super) struct Siblings {
 }
 
 impl Siblings {
-    pub(super) fn set_key(&mut self, child: &ChildId, key: String) {
+    pub(in crate::engine) fn set_key(&mut self, child: &ChildId, key: String) {
         self.keys.insert(child.clone(), key);
     }
 
     /// The engine let go of a child.
-    pub(super) fn forget(&mut self, child: &str) {
+    pub(in crate::engine) fn forget(&mut self, child: &str) {
         self.keys.remove(child);
         self.boxes
             .retain(|_, b| b.owner.as_ref().is_none_or(|o| o.as_str() != child));
@@ -62,7 +62,7 @@ impl Siblings {
             .is_some_and(|b| !std::mem::replace(&mut b.shown, true))
     }
 
-    pub(super) fn footprint(&self) -> [(&'static str, usize); 2] {
+    pub(in crate::engine) fn footprint(&self) -> [(&'static str, usize); 2] {
         [
             ("sibling_keys", self.keys.len()),
             ("sibling_boxes", self.boxes.len()),
@@ -73,7 +73,12 @@ impl Siblings {
 impl Engine {
     /// A tool call (or update) that may be a sibling call: true when it was taken (its work
     /// into the child thread, nothing to the parent), false to route it as usual.
-    pub(super) fn sibling_update(&mut self, sid: &str, raw: &str, out: &mut Vec<Action>) -> bool {
+    pub(in crate::engine) fn sibling_update(
+        &mut self,
+        sid: &str,
+        raw: &str,
+        out: &mut Vec<Action>,
+    ) -> bool {
         let Ok(update) = serde_json::from_str::<Value>(raw) else {
             return false;
         };
