@@ -1,7 +1,9 @@
-//! `acp-proxy doctor -- <agent command>`: start the agent once as the proxy would for Zed
-//! (Zed's `initialize`, through the proxy's own engine), and report what decides whether Zed
-//! shows its subagents: the agent's identity and protocol version, `loadSession`, how its
-//! subagents are recognised, the display flavour, and where the store, dump and config are.
+//! `acp-proxy doctor -- <agent command>` (or `--agent NAME`; without either, the built-in demo
+//! agent): start the agent once as the proxy would for Zed (Zed's `initialize`, through the
+//! proxy's own engine), and report what decides whether Zed shows its subagents: the agent's
+//! identity and protocol version, `loadSession`, whether it advertises standard ACP subagents
+//! (and, for an adapter npx runs, the Node.js version behind an old one), how its subagents are
+//! recognised, the display flavour, and where the store, dump and config are.
 
 mod places;
 mod probe;
@@ -32,6 +34,7 @@ pub(crate) struct DoctorArgs {
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = acp_proxy::units::parse_duration)]
     timeout: Duration,
     /// The agent to check, after `--`: e.g. `-- npx @agentclientprotocol/claude-agent-acp`.
+    /// Without one (and without --agent), the built-in demo agent.
     #[arg(last = true, value_name = "AGENT COMMAND")]
     command: Vec<String>,
 }

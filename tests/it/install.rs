@@ -1,6 +1,7 @@
-//! `rust-version` in Cargo.toml is the real minimum: the highest `rust-version` among the
-//! locked dependencies (one toolchain is installed, so this is checked from the data), and the
-//! README states the same.
+//! What `cargo install` needs and builds: `rust-version` in Cargo.toml is the real minimum
+//! (the highest `rust-version` among the locked dependencies; one toolchain is installed, so
+//! this is checked from the data) and the README states the same; the installed binary is
+//! stripped.
 
 use std::process::Command;
 
@@ -61,5 +62,19 @@ fn rust_version_is_what_the_locked_dependencies_need() {
     assert!(
         readme.contains(&format!("Rust {ours} or newer")),
         "README.md must say \"Rust {ours} or newer\""
+    );
+}
+
+#[test]
+fn the_installed_binary_is_stripped() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let text = std::fs::read_to_string(format!("{root}/Cargo.toml")).expect("Cargo.toml");
+    let manifest: toml::Value = toml::from_str(&text).expect("Cargo.toml parses");
+    let release = &manifest["profile"]["release"];
+    // `true` is "symbols": no debug info and no symbol table.
+    assert_eq!(
+        release.get("strip"),
+        Some(&toml::Value::Boolean(true)),
+        "[profile.release] {release}"
     );
 }
