@@ -121,7 +121,10 @@ impl Setup {
             scenario: scenario.to_owned(),
         };
         if let Agent::Kit(kit) = agent {
-            s.start_model(kit)?;
+            // A kit whose scripted model runs inside the agent needs no server.
+            if kits::Kit::load(kit)?.toml.model_server {
+                s.start_model(kit)?;
+            }
         }
         Ok(s)
     }

@@ -43,7 +43,10 @@ const ALLOWED: &[&str] = &[
 
 /// One scenario of a kit, as a standard client: the problems found.
 fn scenario(kit: &Kit, name: &'static str, scenario: &str) -> Result<Vec<String>> {
-    let setup = Setup::new(Agent::Kit(name), scenario)?;
+    let mut setup = Setup::new(Agent::Kit(name), scenario)?;
+    // Kept unless the run passes (a failure says where).
+    setup.dir.disable_cleanup(true);
+    eprintln!("standard {name} {scenario}: {}", setup.dir.path().display());
     std::fs::write(
         setup.dir.path().join("proxy.toml"),
         "display = \"acp\"\n[dump]\nredact = false\n",
@@ -244,16 +247,10 @@ fn scenario(kit: &Kit, name: &'static str, scenario: &str) -> Result<Vec<String>
             ));
         }
     }
-    if !problems.is_empty() {
-        setup_keep(setup);
+    if problems.is_empty() {
+        setup.dir.disable_cleanup(false);
     }
     Ok(problems)
-}
-
-/// A failed run's folder stays for a look.
-fn setup_keep(setup: Setup) {
-    eprintln!("kept {}", setup.dir.path().display());
-    std::mem::forget(setup);
 }
 
 /// What a standard client answers to a request from the agent side: permissions allowed
