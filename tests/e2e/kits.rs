@@ -459,8 +459,18 @@ pub(crate) const EXPECT: &[Expect] = &[
         child_event_keys: &[],
         sibling_calls: "",
         known_bugs: &[
-            bug("*", "zed-model", "`usage_update` for session", VIBE_EARLY_USAGE),
-            bug("*", "delivered-once", "\"used\":0,\"size\":", VIBE_EARLY_USAGE),
+            bug(
+                "*",
+                "zed-model",
+                "`usage_update` for session",
+                VIBE_EARLY_USAGE,
+            ),
+            bug(
+                "*",
+                "delivered-once",
+                "\"used\":0,\"size\":",
+                VIBE_EARLY_USAGE,
+            ),
         ],
     },
 ];

@@ -5,8 +5,9 @@ verdict of every check over all its runs, read from the e2e test binary's output
     latest_matrix.py RUN_LOG UNFOLLOWED < "kit pinned newest" lines
 
 A check is `ok` when no run of the kit failed it, `FAIL` when one did, `known` when only known
-bugs (kits.rs) failed it. `run` is the runs' own verdict (a run that could not even start
-fails only there). Kits whose report is missing (the test binary died first) say so.
+bugs (kits.rs) failed it, `-` when no run got far enough to check anything. `run` is the runs'
+own verdict (a run that could not even start fails only there). Kits whose report is missing
+(the test binary died first) say so.
 """
 
 import re
@@ -34,6 +35,8 @@ def reports(log):
             continue
         seen = out[kit]
         if VERDICT.match(line):
+            if "(live " in line:
+                seen["_ran"] = "yes"
             if line.startswith("FAIL"):
                 seen["run"] = "FAIL"
             elif line.startswith("KNOWN-BUG") and seen["run"] == "ok":
@@ -43,7 +46,8 @@ def reports(log):
         elif m := KNOWN.match(line):
             if seen.get(m.group(1), "ok") == "ok":
                 seen[m.group(1)] = "known"
-        elif not line.startswith("    "):
+        elif line.startswith(("test ", "thread '", "failures:")):
+            # The kit's report is over (a failed run's error may span lines of its own).
             kit = None
     return out
 
@@ -55,7 +59,7 @@ def main():
     with open(sys.argv[2]) as f:
         skipped = [line.strip().split(None, 2) for line in f if line.strip()]
     # A check the list above does not name yet still gets its column.
-    checks = CHECKS + sorted({c for v in found.values() for c in v} - set(CHECKS))
+    checks = CHECKS + sorted({c for v in found.values() for c in v} - set(CHECKS) - {"_ran"})
     head = ["agent", "pinned", "newest"] + checks
     table = [head]
     for kit, pinned, newest in rows:
@@ -63,7 +67,9 @@ def main():
         if verdicts is None:
             table.append([kit, pinned, newest, "no report"] + [""] * (len(checks) - 1))
         else:
-            table.append([kit, pinned, newest] + [verdicts.get(c, "ok") for c in checks])
+            ran = verdicts.get("_ran") == "yes"
+            table.append([kit, pinned, newest, verdicts["run"]]
+                         + [verdicts.get(c, "ok") if ran else "-" for c in checks[1:]])
     for kit, pinned, note in skipped:
         table.append([kit, pinned, note] + [""] * len(checks))
     widths = [max(len(r[i]) for r in table) for i in range(len(head))]
