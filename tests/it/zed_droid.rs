@@ -33,7 +33,7 @@ fn fetches(h: &Harness) -> Vec<(String, String)> {
         .filter(|m| m["method"] == "session/load")
         .filter_map(|m| {
             let id = m["id"].as_str()?;
-            id.starts_with("acpx-replay-").then(|| {
+            id.starts_with("acp-proxy-replay-").then(|| {
                 (
                     id.to_owned(),
                     m["params"]["sessionId"].as_str().unwrap_or("").to_owned(),
@@ -75,7 +75,7 @@ fn the_childs_replay_is_asked_for_only_after_the_parents_turn() {
         play(&mut h, &after);
         assert_eq!(
             fetches(&h),
-            [("acpx-replay-1".to_owned(), AGENT_CHILD.to_owned())],
+            [("acp-proxy-replay-1".to_owned(), AGENT_CHILD.to_owned())],
             "asked once, when the turn was over"
         );
         let parent = &h.zed.threads[PARENT];
