@@ -840,7 +840,11 @@ mod tests {
             .collect();
         assert_eq!(dump_files(std::slice::from_ref(&base)), want);
         // Parts given by name, in any order and twice, are read once, in the same order.
-        let mut given = vec![rotated_path(&base, 2), base.clone(), rotated_path(&base, 10)];
+        let mut given = vec![
+            rotated_path(&base, 2),
+            base.clone(),
+            rotated_path(&base, 10),
+        ];
         given.push(rotated_path(&base, 2));
         assert_eq!(dump_files(&given), want);
         // A part alone is only itself.
