@@ -826,4 +826,31 @@ mod tests {
             .collect();
         assert_eq!(ts, [10.0, 20.0, 30.0]);
     }
+
+    #[test]
+    fn a_path_brings_its_rotated_parts_oldest_first() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let base = dir.path().join("d.jsonl");
+        for n in [1, 2, 10, 3, 4, 5, 6, 7, 8, 9] {
+            write(dir.path(), &format!("d.jsonl.{n}"), HEADER);
+        }
+        write(dir.path(), "d.jsonl", HEADER);
+        let want: Vec<PathBuf> = (1..=10)
+            .rev()
+            .map(|n| rotated_path(&base, n))
+            .chain([base.clone()])
+            .collect();
+        assert_eq!(dump_files(std::slice::from_ref(&base)), want);
+        // Parts given by name, in any order and twice, are read once, in the same order.
+        let mut given = vec![
+            rotated_path(&base, 2),
+            base.clone(),
+            rotated_path(&base, 10),
+        ];
+        given.push(rotated_path(&base, 2));
+        assert_eq!(dump_files(&given), want);
+        // A part alone is only itself.
+        let part = rotated_path(&base, 3);
+        assert_eq!(dump_files(std::slice::from_ref(&part)), [part]);
+    }
 }
