@@ -19,6 +19,7 @@
 #   E2E_JOBS              agents run in parallel (default 2)
 #   E2E_RELAY=cat         replace the proxy with a plain `cat` relay: every test must fail
 #   E2E_KEEP=1, E2E_SHOW=1  keep every run's folder / print what Zed showed for every run
+#   E2E_STANDARD_SCENARIOS=all  the standard client runs every scenario (default: `two`)
 # Needs: npm (installs), python3 (the model stand-ins), unshare and ip (util-linux,
 # iproute2), root or unprivileged user namespaces.
 set -euo pipefail
