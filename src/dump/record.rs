@@ -709,9 +709,8 @@ pub fn recorded_text(dir: Direction, bytes: &Bytes, redact: bool) -> String {
 
 /// Open a file for appending (created if missing), readable and writable by the owner only.
 pub fn open_append_private(path: &Path) -> std::io::Result<std::fs::File> {
-    let file =
-        crate::platform::private_file(std::fs::OpenOptions::new().append(true).create(true))
-            .open(path)?;
+    let file = crate::platform::private_file(std::fs::OpenOptions::new().append(true).create(true))
+        .open(path)?;
     // An existing file keeps its old mode on open: tighten it (not a FIFO or a terminal
     // someone else owns).
     if file.metadata().is_ok_and(|m| m.is_file()) {

@@ -96,7 +96,12 @@ impl Engine {
 
     /// The parent's prompt turn is about to end (its answer `frame` goes out next): what the
     /// flavour shows of the children still open, before the answer.
-    pub(in crate::engine) fn turn_ending(&mut self, session: &str, frame: &[u8], out: &mut Vec<Action>) {
+    pub(in crate::engine) fn turn_ending(
+        &mut self,
+        session: &str,
+        frame: &[u8],
+        out: &mut Vec<Action>,
+    ) {
         let mut open: Vec<(String, ChildId)> = self
             .reg
             .children
