@@ -49,7 +49,7 @@ use serde_json::Value;
 
 use crate::subagents::detect::Detector;
 use crate::subagents::ids::ChildId;
-use crate::subagents::model::{Registry, Replay};
+use crate::subagents::model::{History, Registry};
 use crate::subagents::persist::StoredChild;
 use crate::subagents::render::Render;
 use crate::wire::envelope::{self, Kind, Parsed};
@@ -441,10 +441,11 @@ impl Engine {
             client::child_sessions::restore_child(&mut self.reg, stored);
             let reopen = &self.reopen;
             if let Some(child) = self.reg.get_mut(&id) {
-                child.replay = if reopen.replaying(&child.top_session) && !child.thread.is_empty() {
-                    Replay::Known
+                child.history = if reopen.replaying(&child.top_session) && !child.thread.is_empty()
+                {
+                    History::Known
                 } else {
-                    Replay::Live
+                    History::Live
                 };
             }
         }

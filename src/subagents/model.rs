@@ -162,10 +162,10 @@ pub enum Run {
     Background,
 }
 
-/// During a replay of the parent (a client's `session/load`): whether this child's events are
-/// new or already in its recorded thread.
+/// While the parent is reopened (the agent replays it for a client's `session/load`): whether
+/// this child's events are new or already in its recorded thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Replay {
+pub enum History {
     /// Record what arrives.
     #[default]
     Live,
@@ -218,7 +218,7 @@ pub struct Child {
     pub cancel: Cancel,
     pub prompt: Prompt,
     pub run: Run,
-    pub replay: Replay,
+    pub history: History,
     pub tracking: Tracking,
     /// Message ids of standard `session_message`s already recorded (they arrive twice).
     pub seen_messages: Vec<String>,
@@ -269,7 +269,7 @@ impl Child {
             cancel: Cancel::NotAsked,
             prompt: Prompt::Awaited,
             run: Run::Foreground,
-            replay: Replay::Live,
+            history: History::Live,
             tracking: Tracking::Modelled,
             seen_messages: Vec::new(),
             announced_prompt: None,
@@ -330,8 +330,8 @@ impl Child {
     }
 
     /// Whether a replay of the parent brings nothing new for this child.
-    pub fn replay_known(&self) -> bool {
-        self.replay == Replay::Known
+    pub fn history_known(&self) -> bool {
+        self.history == History::Known
     }
 
     /// Whether the child's events pass through unmodelled (it went over a limit).

@@ -177,7 +177,7 @@ impl Engine {
         if child.state == ChildState::Announced {
             child.state = ChildState::Running;
         }
-        let replay_skip = child.replay_known();
+        let replay_skip = child.history_known();
         let new_step = kind == "tool_call"
             && tool
                 .as_deref()

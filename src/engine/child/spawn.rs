@@ -157,7 +157,7 @@ impl Engine {
             .filter(|t| !t.is_empty())
             .map(str::to_owned);
         // A replay of a child the store kept keeps the title it had (dsh replays no label).
-        let keep_title = child.replay_known() && !child.title.is_empty();
+        let keep_title = child.history_known() && !child.title.is_empty();
         match &reading.preset_title {
             // The preset knows where the task's title is: it wins over the agent's own, which
             // can be the same for every tool (AgentPool's `Calling task`) or wrap the task
@@ -181,13 +181,13 @@ impl Engine {
                 child.title = d.to_owned();
             }
         }
-        if is_new && unseen && child.thread.is_empty() && !child.replay_known() {
+        if is_new && unseen && child.thread.is_empty() && !child.history_known() {
             to_record.push(render::agent_text(&unseen_note(&agent_name, &child.title)));
         }
         if child.prompt == Prompt::Awaited {
             if let Some(prompt) = &reading.prompt {
                 child.prompt = Prompt::Recorded;
-                if !child.replay_known() {
+                if !child.history_known() {
                     to_record.push(render::user_text(prompt));
                 }
             }
@@ -209,7 +209,7 @@ impl Engine {
             matches!(step, SpawnStep::Finished(_)),
             step == SpawnStep::Launched,
         );
-        let fresh = !child.replay_known();
+        let fresh = !child.history_known();
         let mut progress = false;
         if !finished && !child.card_is_final() {
             if let Some(activity) = reading.progress {
@@ -271,7 +271,7 @@ impl Engine {
             (None, None) => {}
         }
         if let Some(event) = &reading.event {
-            if !finished && self.reg.get(cid).is_some_and(|c| !c.replay_known()) {
+            if !finished && self.reg.get(cid).is_some_and(|c| !c.history_known()) {
                 self.spawn_event_entry(cid, event, out);
                 progress = true;
             }
@@ -371,7 +371,7 @@ impl Engine {
         let Some(child) = self.reg.get(cid) else {
             return;
         };
-        if child.spawn_events == 0 || child.replay_known() {
+        if child.spawn_events == 0 || child.history_known() {
             return;
         }
         let last = format!("{}#{}", child.spawn_id, child.spawn_events);

@@ -117,7 +117,7 @@ impl Engine {
                 child.stop_route = StopRoute::Direct;
             }
         }
-        if self.reg.get(&cid).is_some_and(Child::replay_known) {
+        if self.reg.get(&cid).is_some_and(Child::history_known) {
             // A replayed announcement of a child the proxy already holds: its state is known.
             return;
         }
@@ -238,7 +238,7 @@ impl Engine {
             Some(single @ Value::Object(_)) => vec![single.clone()],
             _ => Vec::new(),
         };
-        if self.reg.get(&cid).is_some_and(Child::replay_known) {
+        if self.reg.get(&cid).is_some_and(Child::history_known) {
             // A replay of what the child thread already holds.
             return;
         }

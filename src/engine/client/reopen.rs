@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::engine::{Action, Engine};
 use crate::subagents::ids::ChildId;
-use crate::subagents::model::{Child, Replay};
+use crate::subagents::model::{Child, History};
 use crate::wire::write;
 
 /// Child ids remembered as already looked up in the store, at most.
@@ -71,7 +71,7 @@ impl Engine {
         // Children already known keep their recorded thread: the replay must not double it.
         for child in self.reg.children.values_mut() {
             if child.top_session == session && !child.thread.is_empty() {
-                child.replay = Replay::Known;
+                child.history = History::Known;
             }
             if child.top_session == session {
                 // The client rebuilds the parent's thread: it learns of the child again.
@@ -105,7 +105,7 @@ impl Engine {
         let mut done = Vec::new();
         for child in self.reg.children.values_mut() {
             if child.top_session == session {
-                child.replay = Replay::Live;
+                child.history = History::Live;
                 done.push(child.id.clone());
             }
         }

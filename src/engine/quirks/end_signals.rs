@@ -33,7 +33,7 @@ impl Engine {
         let ends_it = child.preset.is_none_or(|p| p == end.preset)
             && child.is_background()
             && !child.state.is_final()
-            && !child.replay_known();
+            && !child.history_known();
         if !ends_it {
             return false;
         }
@@ -71,7 +71,7 @@ impl Engine {
             return;
         }
         let prompt = child.announced_prompt.take();
-        if child.prompt != Prompt::Awaited || child.replay_known() {
+        if child.prompt != Prompt::Awaited || child.history_known() {
             return;
         }
         if let Some(prompt) = prompt {

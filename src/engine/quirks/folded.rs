@@ -30,7 +30,7 @@ impl Engine {
             let Some(child) = self.reg.get(cid) else {
                 return;
             };
-            if child.replay_known() || child.passes_through() {
+            if child.history_known() || child.passes_through() {
                 return;
             }
             let kind = str_field(&update, "sessionUpdate").unwrap_or("").to_owned();

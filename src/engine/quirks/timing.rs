@@ -36,7 +36,7 @@ impl Engine {
         }
         let mut open = self.reg.running_legacy_in(agent_session);
         let only = open.next()?;
-        if open.next().is_some() || only.replay_known() {
+        if open.next().is_some() || only.history_known() {
             return None;
         }
         only.preset
