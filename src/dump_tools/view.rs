@@ -345,7 +345,7 @@ pub fn line(rec: &Record, m: &Msg, color: bool, tracker: &Tracker) -> String {
     .to_owned()
 }
 
-/// `subagent "Look for TODOs" acp-proxy-…efc0b`: a subagent's title and child session (or spawn).
+/// `subagent "Look for TODOs" acp-p…efc0b`: a subagent's title and child session (or spawn).
 pub fn subagent_label(node: &super::annotate::Node) -> String {
     let title = if node.title.is_empty() {
         String::new()

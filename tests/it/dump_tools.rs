@@ -443,11 +443,11 @@ fn the_demo_session_with_child_loads_replays_exactly_and_reads_back() {
     };
     assert!(
         row("Find `*.txt`").ends_with("]")
-            && row("Find `*.txt`").contains("[subagent \"Survey text files\" acp-proxy-"),
+            && row("Find `*.txt`").contains("[subagent \"Survey text files\" acp-p…"),
         "{view}"
     );
     assert!(
-        row("Search `TODO`").contains("[subagent \"Look for TODOs\" acp-proxy-"),
+        row("Search `TODO`").contains("[subagent \"Look for TODOs\" acp-p…"),
         "{view}"
     );
     assert!(
