@@ -47,6 +47,11 @@ const ALLOWED_FOR: &[(&str, &str)] = &[
     // Cline 3.0.65 sends a spawn's `tool_call_update` (with its permission request) before the
     // `tool_call`; the standard output relays the agent's own tool calls as sent.
     ("cline", "before its tool_call"),
+    // Copilot 1.0.102 sends `available_commands_update` before its `session/new` answer.
+    (
+        "copilot",
+        "`available_commands_update` for a session the client was not told of",
+    ),
 ];
 
 /// One scenario of a kit, as a standard client: the problems found.
