@@ -12,4 +12,7 @@ cd "$(dirname "$0")/.."
 # The `profiling` profile is the release build with debug info kept, so `perf` can name
 # functions in what is measured (the installed release binary is stripped of it).
 cargo build --profile profiling --locked -p acp-proxy -p acp-bench >&2
-exec target/profiling/acp-bench run "$@"
+# Wherever cargo puts its builds (CARGO_TARGET_DIR, a config's target-dir, or ./target).
+target_dir="$(cargo metadata --format-version 1 --no-deps --locked \
+  | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
+exec "$target_dir/profiling/acp-bench" run "$@"
