@@ -25,9 +25,9 @@ pub(crate) struct Accepted {
 }
 
 /// A finished `terminal/create`: the command ran to its end when it was created.
-struct Terminal {
-    output: String,
-    exit_code: Option<i32>,
+pub(crate) struct Terminal {
+    pub(crate) output: String,
+    pub(crate) exit_code: Option<i32>,
 }
 
 pub(crate) struct Client {
@@ -396,7 +396,7 @@ fn io_error(path: &Path, e: std::io::Error) -> Value {
 
 /// Run a `terminal/create` command to its end with `sh -c` (the commands agents send are
 /// short), its output capped by `outputByteLimit`.
-fn run_terminal(p: &Value, workspace: &Path) -> Terminal {
+pub(crate) fn run_terminal(p: &Value, workspace: &Path) -> Terminal {
     let command = p["command"].as_str().unwrap_or("");
     let args: Vec<&str> = p["args"]
         .as_array()

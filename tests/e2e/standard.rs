@@ -10,6 +10,7 @@
 //! child the wire never ends); where the kit's expectations say the agent sends them, the
 //! child's own tool calls in its session and its answer to the parent as a message.
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
@@ -99,6 +100,7 @@ fn scenario(kit: &Kit, name: &'static str, scenario: &str) -> Result<Vec<String>
         }
     });
     let mut client = model::StandardClient::default();
+    let terminals = std::cell::RefCell::new(HashMap::new());
     let mut send = |client: &mut model::StandardClient, msg: Value| -> Result<()> {
         client.client_sent(&msg);
         writeln!(stdin, "{msg}")?;
@@ -142,7 +144,7 @@ fn scenario(kit: &Kit, name: &'static str, scenario: &str) -> Result<Vec<String>
             client.received(&msg);
             match (msg.get("method").and_then(Value::as_str), msg.get("id")) {
                 (Some(method), Some(id)) => {
-                    let reply = serve(&setup, method, &msg["params"]);
+                    let reply = serve(&setup, &mut terminals.borrow_mut(), method, &msg["params"]);
                     let answer = match reply {
                         Ok(r) => json!({"jsonrpc": "2.0", "id": id, "result": r}),
                         Err(e) => json!({"jsonrpc": "2.0", "id": id, "error": e}),
@@ -159,7 +161,7 @@ fn scenario(kit: &Kit, name: &'static str, scenario: &str) -> Result<Vec<String>
         &mut client,
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": 1,
-            "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}, "subagents": {}},
+            "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": true, "subagents": {}},
             "clientInfo": {"name": "standard-client", "version": "1"}}}),
     )?;
     pump(&mut client, &mut send, &answered(1), &mut answers, None)?;
@@ -269,7 +271,14 @@ fn scenario(kit: &Kit, name: &'static str, scenario: &str) -> Result<Vec<String>
 
 /// What a standard client answers to a request from the agent side: permissions allowed
 /// once, files of the project read and written; anything else unsupported.
-fn serve(setup: &Setup, method: &str, p: &Value) -> std::result::Result<Value, Value> {
+/// A client's answer to the agent's request: permissions allowed once, files of the project,
+/// terminals run to their end with `sh -c` (as the Zed client of the kits does).
+fn serve(
+    setup: &Setup,
+    terminals: &mut HashMap<String, crate::client::Terminal>,
+    method: &str,
+    p: &Value,
+) -> std::result::Result<Value, Value> {
     let path = || -> std::result::Result<std::path::PathBuf, Value> {
         let path = std::path::PathBuf::from(p["path"].as_str().unwrap_or(""));
         if path.starts_with(&setup.workspace) {
@@ -297,6 +306,28 @@ fn serve(setup: &Setup, method: &str, p: &Value) -> std::result::Result<Value, V
         "fs/write_text_file" => std::fs::write(path()?, p["content"].as_str().unwrap_or(""))
             .map(|()| json!({}))
             .map_err(|e| json!({"code": -32603, "message": e.to_string()})),
+        "terminal/create" => {
+            let id = format!("term-{}", terminals.len() + 1);
+            terminals.insert(id.clone(), crate::client::run_terminal(p, &setup.workspace));
+            Ok(json!({"terminalId": id}))
+        }
+        "terminal/output" | "terminal/wait_for_exit" => {
+            let id = p["terminalId"].as_str().unwrap_or("");
+            let Some(t) = terminals.get(id) else {
+                return Err(json!({"code": -32602, "message": format!("no terminal {id}")}));
+            };
+            let exit = json!({"exitCode": t.exit_code, "signal": null});
+            if method == "terminal/output" {
+                Ok(json!({"output": t.output, "truncated": false, "exitStatus": exit}))
+            } else {
+                Ok(exit)
+            }
+        }
+        "terminal/kill" => Ok(json!({})),
+        "terminal/release" => {
+            terminals.remove(p["terminalId"].as_str().unwrap_or(""));
+            Ok(json!({}))
+        }
         _ => Err(json!({"code": -32601, "message": format!("{method} is not supported")})),
     }
 }
