@@ -511,8 +511,9 @@ fn started_in_a_terminal_it_says_what_it_is_waiting_for() {
             &mut leader,
             &mut follower,
             std::ptr::null_mut(),
-            std::ptr::null(),
-            std::ptr::null(),
+            // `*mut` coerces to the `*const` Linux declares and is what macOS declares.
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
         )
     };
     assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
