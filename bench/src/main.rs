@@ -659,7 +659,7 @@ fn memory(args: &RunArgs, env: &Env, relays: &[Relay]) -> anyhow::Result<()> {
     Ok(())
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod verdict_tests {
     use super::*;
 
