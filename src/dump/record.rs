@@ -881,6 +881,14 @@ mod tests {
             .is_none());
     }
 
+    /// The runtime the dump's writer task runs on in these tests.
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+    }
+
     fn read_lines(path: &Path) -> Vec<serde_json::Value> {
         std::fs::read_to_string(path)
             .expect("dump part")
@@ -898,10 +906,7 @@ mod tests {
             max_files: 3,
             ..DumpConfig::default()
         };
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
+        let rt = runtime();
         rt.block_on(async {
             let (dump, task) =
                 Dump::open(&path, &["agent".to_owned()], &cfg, serde_json::json!({}))
@@ -952,10 +957,7 @@ mod tests {
             max_files: 3,
             ..DumpConfig::default()
         };
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
+        let rt = runtime();
         // An earlier run's record is kept (it is appended to, not truncated).
         std::fs::write(&path, "").expect("an empty file");
         rt.block_on(async {
