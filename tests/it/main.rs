@@ -34,6 +34,7 @@ mod lifecycle;
 mod presets_agents;
 mod presets_cli;
 mod relay_bytes;
+mod reopen_store_cards;
 mod replay_cases;
 mod secrets;
 mod setup_zed;

@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 use crate::support::engine::{
     dump_fixture, entry_lines, fixture, play, update_msg, zed_config, Harness, StoreModel,
 };
+use crate::support::zed_model::{ZedModel, ZedRules};
 
 struct Run {
     file: &'static str,
@@ -471,37 +472,53 @@ fn a_box_flood_reaches_the_card_paced() {
 }
 
 #[test]
-fn a_reopened_parent_has_no_cards_the_store_still_holds_the_child() {
-    // AgentPool replays nothing on `session/load` of the parent (the reopen dump): the
-    // thread reopens empty, without the cards that would lead Zed to the children. The store
-    // still answers a load of the child's id; without it, nothing does.
+fn a_reopened_parent_gets_its_cards_back_from_the_store() {
+    // AgentPool replays nothing on `session/load` of the parent (the reopen dump): the proxy
+    // shows the cards of the children its store kept, before the load's answer, so Zed finds
+    // the children again; without the store, the thread reopens empty.
     let live = dump_fixture("e2e/agentpool-2.9.18-one-box.dump.jsonl");
     let parent = "ses_23176a9b4001oAhcSWehQCCib6";
     let child = child_session_id(parent, "call_0001");
-    for with_store in [true, false] {
-        let store = StoreModel::default();
-        let mut h = Harness::with_store(zed_config(), store.clone());
-        play(&mut h, &live);
-        let kept = if with_store {
-            store
-        } else {
-            StoreModel::default()
-        };
-        let mut h = Harness::with_store(zed_config(), kept);
-        play(
-            &mut h,
-            &dump_fixture("e2e/agentpool-2.9.18-one-reopen.dump.jsonl"),
-        );
-        assert!(h.zed.threads[parent].entries.is_empty(), "nothing replayed");
-        let id = h.load_child(&child);
-        let answer = h.response(id).expect("answered");
-        if with_store {
-            assert_eq!(answer["result"], json!({}));
-            let mut want = survey("alpha").to_vec();
-            want[2] = "tool:call_0001-box-1:completed".to_owned();
-            assert_eq!(entry_lines(&h.zed.threads[&child].entries), want);
-        } else {
-            assert_eq!(answer["error"]["code"], json!(-32002), "{answer}");
+    for rules in ZedRules::ALL {
+        for with_store in [true, false] {
+            let store = StoreModel::default();
+            let mut h = Harness::with_store(zed_config(), store.clone());
+            play(&mut h, &live);
+            let kept = if with_store {
+                store
+            } else {
+                StoreModel::default()
+            };
+            let mut h = Harness::with_store(zed_config(), kept);
+            h.zed = ZedModel::new(rules);
+            play(
+                &mut h,
+                &dump_fixture("e2e/agentpool-2.9.18-one-reopen.dump.jsonl"),
+            );
+            let id = h.load_child(&child);
+            let answer = h.response(id).expect("answered");
+            if with_store {
+                let thread = &h.zed.threads[parent];
+                let cards = thread.cards();
+                assert_eq!(cards.len(), 1, "{rules:?}: {:#?}", thread.entries);
+                assert_eq!(
+                    (cards[0].id.as_str(), cards[0].status.as_str()),
+                    ("call_0001", "completed"),
+                    "{rules:?}"
+                );
+                assert_eq!(cards[0].title, "Survey text files (alpha)", "{rules:?}");
+                assert_eq!(answer["result"], json!({}));
+                let mut want = survey("alpha").to_vec();
+                want[2] = "tool:call_0001-box-1:completed".to_owned();
+                assert_eq!(entry_lines(&h.zed.threads[&child].entries), want);
+                h.assert_zed_clean();
+            } else {
+                assert!(
+                    h.zed.threads[parent].entries.is_empty(),
+                    "nothing replayed, nothing stored"
+                );
+                assert_eq!(answer["error"]["code"], json!(-32002), "{answer}");
+            }
         }
     }
 }

@@ -127,6 +127,11 @@ impl Engine {
     ) {
         let Some(mut update) = update else { return };
         let is_new = kind == "tool_call";
+        if is_new {
+            if let Some(top) = self.reg.get(cid).map(|c| c.top_session.clone()) {
+                self.reopen.spawn_replayed(&top, cid);
+            }
+        }
         if self.reg.get(cid).is_some_and(|c| c.preset.is_none()) {
             // A child restored from the store: its replayed spawn says which preset it is,
             // and the tool's name (the store keeps neither).

@@ -19,6 +19,9 @@ pub(in crate::engine) struct Reopen {
     replaying: HashSet<String>,
     /// Synthesized cards already shown again during the current parent replays.
     cards_shown: HashSet<ChildId>,
+    /// Parents under replay whose agent replayed a spawn tool call of its own: such an agent
+    /// brings its cards back itself.
+    spawns_replayed: HashSet<String>,
     /// Child ids the store was already asked about (a miss there is final).
     store_tried: HashSet<String>,
 }
@@ -32,6 +35,17 @@ impl Reopen {
     /// The synthesized card of `cid` is shown again in this replay: whether it was not yet.
     pub(in crate::engine) fn show_card(&mut self, cid: &ChildId) -> bool {
         self.cards_shown.insert(cid.clone())
+    }
+
+    /// The agent replayed the spawn tool call of `cid` (whose parent thread is `top_session`):
+    /// its card is back if a replay is under way there.
+    pub(in crate::engine) fn spawn_replayed(&mut self, top_session: &str, cid: &ChildId) {
+        if self.replaying.contains(top_session) {
+            self.cards_shown.insert(cid.clone());
+            if !self.spawns_replayed.contains(top_session) {
+                self.spawns_replayed.insert(top_session.to_owned());
+            }
+        }
     }
 
     /// Whether the store was asked about this session id already.
@@ -53,9 +67,10 @@ impl Reopen {
         self.store_tried.remove(id);
     }
 
-    pub(in crate::engine) fn footprint(&self) -> [(&'static str, usize); 3] {
+    pub(in crate::engine) fn footprint(&self) -> [(&'static str, usize); 4] {
         [
             ("replaying", self.replaying.len()),
+            ("spawns_replayed", self.spawns_replayed.len()),
             ("store_tried", self.store_tried.len()),
             ("replay_cards", self.cards_shown.len()),
         ]
@@ -80,18 +95,24 @@ impl Engine {
         }
     }
 
-    /// The agent finished replaying a parent. Cards the proxy synthesized for standard
-    /// children are not in the agent's history unless it replayed the announcements: show
-    /// the missing ones now, so the reopened thread has every card.
+    /// The agent finished replaying a parent. The cards of the children the proxy knows
+    /// (from memory or its store) are in the agent's history only if it replayed them: show
+    /// the missing ones now, so the reopened thread has every card. A standard child's card
+    /// is the proxy's own, so it is always owed; a legacy child's card is the agent's spawn
+    /// tool call, owed only when the agent replayed no spawn at all (AgentPool replays
+    /// nothing, fast-agent only words): an agent that replays spawns brings its cards back
+    /// itself, possibly under new tool call ids, and a second card would double them.
     pub(in crate::engine) fn end_replay(&mut self, session: &str, out: &mut Vec<Action>) {
         if !self.reopen.replaying.remove(session) {
             return;
         }
+        let agent_replays_spawns = self.reopen.spawns_replayed.remove(session);
         let mut missing: Vec<&Child> = self
             .reg
             .children
             .values()
-            .filter(|c| c.top_session == session && c.parent == session && c.agent_child.is_some())
+            .filter(|c| c.top_session == session && c.parent == session)
+            .filter(|c| c.agent_child.is_some() || !agent_replays_spawns)
             .filter(|c| !self.reopen.cards_shown.contains(&c.id))
             .collect();
         missing.sort_by(|a, b| a.spawn_id.cmp(&b.spawn_id));
