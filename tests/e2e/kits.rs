@@ -144,14 +144,9 @@ const CLINE_NO_TIE: &str =
     "cline 3.0.65: a child's words and tool calls come on the parent with nothing naming the \
      spawn: with two children open, timing cannot attribute them and they stay in the parent \
      (Cline stores each child as `<parent>__agent_<id>`, an id never on the wire)";
-const AGENTPOOL_NO_REPLAY: &str =
-    "AgentPool: session/load replays nothing, and the proxy re-creates from its store only \
-     the cards of standard-wire children, so the reopened thread is empty";
-
-const FAST_AGENT_NO_REPLAY: &str =
-    "fast-agent: session/load replays the parent's words, not its subagent calls, and the proxy \
-     re-creates from its store only the cards of standard-wire children, so the reopened thread \
-     has no card";
+const AGENTPOOL_REPLAYS_NOTHING: &str =
+    "AgentPool 2.9.18: session/load replays nothing of the parent: the reopened thread holds \
+     the cards the proxy restores from its store, not the user's prompt or the answer";
 
 const KIMI_REPLAY_IDS: &str =
     "Kimi: session/load replays each spawn under a new tool call id (a new turn uuid), so the \
@@ -293,10 +288,12 @@ pub(crate) const EXPECT: &[Expect] = &[
         background_open: false,
         child_event_keys: &[],
         sibling_calls: "subagent:",
-        known_bugs: &[
-            bug("*", "reopen", "reopen:", AGENTPOOL_NO_REPLAY),
-            bug("*", "cards", "reopen:", AGENTPOOL_NO_REPLAY),
-        ],
+        known_bugs: &[bug(
+            "*",
+            "reopen",
+            "lacks the user's prompt",
+            AGENTPOOL_REPLAYS_NOTHING,
+        )],
     },
     Expect {
         kit: "droid",
@@ -439,10 +436,7 @@ pub(crate) const EXPECT: &[Expect] = &[
         background_open: false,
         child_event_keys: &[],
         sibling_calls: "",
-        known_bugs: &[
-            bug("*", "reopen", "reopen:", FAST_AGENT_NO_REPLAY),
-            bug("*", "cards", "reopen:", FAST_AGENT_NO_REPLAY),
-        ],
+        known_bugs: &[],
     },
     Expect {
         kit: "kimi",
