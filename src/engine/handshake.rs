@@ -44,7 +44,11 @@ impl Engine {
             .unwrap_or("");
         let is_zed = client_name.to_ascii_lowercase().contains("zed");
         // Which Zed: the child threads' entries are counted as it counts them.
-        self.reg.set_entry_rules(EntryRules::of_client(params));
+        let rules = EntryRules::of_client(params);
+        self.reg.set_entry_rules(rules);
+        // Zed's main branch puts a permission request's tool call into the thread it names.
+        self.held
+            .set_requests_on_cards(is_zed && rules == EntryRules::Main);
         let link_before = super::quirks::foreign::client_side_rewrites(params);
         let mode = match self.cfg.display {
             // A rewriting link on the client side already does the work: relay.

@@ -255,6 +255,13 @@ impl Engine {
                     .insert(&id, &method, session.as_deref());
                 out.push(Action::ToAgent(frame));
             }
+            Kind::Response if self.held.any_on_cards() => {
+                if let Some(id) = env.id.map(|id| id.get().to_owned()) {
+                    drop(env);
+                    self.card_request_answered(&id, out);
+                }
+                out.push(Action::ToAgent(frame));
+            }
             Kind::Notification if self.models_subagents() => {
                 let session = session_of(env.params);
                 drop(env);

@@ -101,12 +101,6 @@ const fn sometimes(
 
 // Product bugs, with what shows them (docs/agents/*.md quote the frames).
 
-/// A child's permission request goes to Zed under the parent's session while the child is not
-/// loaded; Zed's main branch upserts the request's tool call into that thread, so the child's
-/// `Bash` call sits in the parent thread, pending for good (its updates go to the child).
-const CHILD_PERMISSION_IN_PARENT: &str =
-    "Zed main: a child's permission request under the parent puts the child's tool call in the parent thread";
-
 // What the agents themselves do, which no proxy can change.
 
 const GEMINI_NO_PROMPT: &str =
@@ -171,12 +165,7 @@ pub(crate) const EXPECT: &[Expect] = &[
         background_open: false,
         child_event_keys: &["/_meta/claudeCode/parentToolUseId"],
         sibling_calls: "",
-        known_bugs: &[bug(
-            "two",
-            "parent-clean",
-            "`ls *.txt` is also in the parent thread",
-            CHILD_PERMISSION_IN_PARENT,
-        )],
+        known_bugs: &[],
     },
     Expect {
         kit: "claude-acp",

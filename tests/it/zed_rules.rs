@@ -349,10 +349,16 @@ fn a_childs_permission_request_shown_in_the_parent_carries_the_childs_title() {
         );
         let sent: Value = serde_json::from_slice(h.to_client.last().expect("sent")).expect("JSON");
         assert_eq!(sent["params"]["sessionId"], S, "the child is not loaded");
-        assert_eq!(sent["params"]["toolCall"]["title"], "Write notes.txt");
         if rules == ZedRules::Main {
-            // Zed upserts it: the prompt shows, with the child's tool call as its entry.
-            assert!(parent_entries(&h).contains(&"tool:w1:pending".to_owned()));
+            // Zed upserts it: the request names the child's card, titled with what is asked,
+            // so that the child's tool call stays out of the parent thread.
+            assert_eq!(
+                sent["params"]["toolCall"],
+                json!({"toolCallId": "sp", "title": "task · Write notes.txt"})
+            );
+            assert!(!parent_entries(&h).iter().any(|e| e.contains("w1")));
+        } else {
+            assert_eq!(sent["params"]["toolCall"]["title"], "Write notes.txt");
         }
         // Once the child is loaded, its thread holds the tool call: the request goes as sent.
         let child = child_session_id(S, "sp");

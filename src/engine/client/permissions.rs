@@ -25,6 +25,21 @@ struct HeldRequest {
     deadline: Millis,
 }
 
+/// Requests shown on a child's card at most (past it, the oldest card keeps the request's
+/// title until its next update).
+const ON_CARDS_MAX: usize = 64;
+
+/// A child's permission request shown on its card in an ancestor's thread, until Zed answers.
+#[derive(Debug)]
+struct OnCard {
+    /// The request's id, as JSON text.
+    id: String,
+    /// The thread the card is in.
+    session: String,
+    /// The child whose card it is.
+    card: ChildId,
+}
+
 /// Permission requests held while they may still turn out to be a child's, and the recent
 /// tool calls known to be the parents' (their requests never wait).
 #[derive(Debug, Default)]
@@ -33,6 +48,11 @@ pub(in crate::engine) struct Held {
     /// Recent tool calls that went to a top-level thread: their permission requests are the
     /// parent's and never wait for attribution.
     parent_tools: RecentSet,
+    /// The client puts a permission request's tool call into the thread it names (Zed's main
+    /// branch): a child's request for a thread other than the child's names the card there.
+    requests_on_cards: bool,
+    /// Requests shown on cards, waiting for the client's answer.
+    on_cards: Vec<OnCard>,
 }
 
 impl Held {
@@ -47,6 +67,16 @@ impl Held {
 
     pub(in crate::engine) fn is_parent_tool(&self, session: &str, tool: &str) -> bool {
         self.parent_tools.contains(session, tool)
+    }
+
+    /// Whether the client upserts a permission request's tool call into the thread it names.
+    pub(in crate::engine) fn set_requests_on_cards(&mut self, on: bool) {
+        self.requests_on_cards = on;
+    }
+
+    /// Whether a request is shown on a card, waiting for the client's answer.
+    pub(in crate::engine) fn any_on_cards(&self) -> bool {
+        !self.on_cards.is_empty()
     }
 
     /// When the first held request is due, if one is held.
@@ -70,9 +100,10 @@ impl Held {
             .map(|h| h.frame)
     }
 
-    pub(in crate::engine) fn footprint(&self) -> [(&'static str, usize); 2] {
+    pub(in crate::engine) fn footprint(&self) -> [(&'static str, usize); 3] {
         [
             ("held", self.requests.len()),
+            ("on_cards", self.on_cards.len()),
             ("parent_tools", self.parent_tools.len()),
         ]
     }
@@ -289,6 +320,17 @@ impl Engine {
             }
             _ => None,
         };
+        if method == "session/request_permission"
+            && self.zed()
+            && self.held.requests_on_cards
+            && target_is_child_elsewhere(&target, &cid)
+        {
+            if let Some(t) = &tool {
+                if self.send_on_card(&frame, &cid, &target, t, out) {
+                    return None;
+                }
+            }
+        }
         if target == sid && title.is_none() {
             out.push(Action::ToClient(frame));
         } else {
@@ -296,6 +338,86 @@ impl Engine {
             self.send_rewritten(frame, session, title.as_deref(), out);
         }
         None
+    }
+
+    /// A child's permission request for the thread `target`, which is not the child's: Zed's
+    /// main branch would put the child's tool call into that thread for good. The card there
+    /// that leads to the child (its own, or an ancestor child's) stands for it instead: the
+    /// request names the card, titled with what is asked, and the card's title comes back
+    /// when Zed answers. False if no such card is known (the request goes as it would).
+    fn send_on_card(
+        &mut self,
+        frame: &Bytes,
+        cid: &ChildId,
+        target: &str,
+        tool: &str,
+        out: &mut Vec<Action>,
+    ) -> bool {
+        let Some(card) = self.card_in(cid, target) else {
+            return false;
+        };
+        let Some(mut msg) = wire::parse_value(frame) else {
+            return false;
+        };
+        let Some(id) = msg.get("id").map(Value::to_string) else {
+            return false;
+        };
+        let asked = str_field(&msg["params"]["toolCall"], "title")
+            .map(str::to_owned)
+            .or_else(|| self.reg.get(cid).and_then(|c| recorded_title(c, tool)))
+            .unwrap_or_else(|| zed::fallback_title(&msg["params"]["toolCall"]));
+        let Some(shown) = self.reg.get(&card) else {
+            return false;
+        };
+        let title = if shown.title.is_empty() {
+            asked
+        } else {
+            format!("{} · {asked}", shown.title)
+        };
+        msg["params"]["sessionId"] = json!(target);
+        msg["params"]["toolCall"] = json!({"toolCallId": shown.spawn_id, "title": title});
+        if self.held.on_cards.len() >= ON_CARDS_MAX {
+            self.held.on_cards.remove(0);
+        }
+        self.held.on_cards.push(OnCard {
+            id,
+            session: target.to_owned(),
+            card,
+        });
+        out.push(Action::ToClient(write::line(&msg)));
+        true
+    }
+
+    /// The child whose card is in the thread `target` on the way from `cid` up to it.
+    fn card_in(&self, cid: &ChildId, target: &str) -> Option<ChildId> {
+        let mut cur = self.reg.get(cid)?;
+        for _ in 0..64 {
+            if cur.parent == target {
+                return Some(cur.id.clone());
+            }
+            cur = self.reg.get(&cur.parent)?;
+        }
+        None
+    }
+
+    /// The client answered request `id` (its JSON text): if it was shown on a card, the card
+    /// gets its title back (the progress the flavour shows, else the task).
+    pub(in crate::engine) fn card_request_answered(&mut self, id: &str, out: &mut Vec<Action>) {
+        let Some(pos) = self.held.on_cards.iter().position(|c| c.id == id) else {
+            return;
+        };
+        let on = self.held.on_cards.remove(pos);
+        let Some(child) = self.reg.get(&on.card) else {
+            return;
+        };
+        let title = self
+            .render
+            .progress_title(child)
+            .filter(|_| child.progress.steps > 0 && !child.card_is_final())
+            .unwrap_or_else(|| child.title.clone());
+        if let Some(update) = self.render.card_update(child, None, Some(&title)) {
+            self.emit(&on.session, update, out);
+        }
     }
 
     /// A tool call was seen: permission requests held for it can be routed now.
@@ -315,6 +437,12 @@ impl Engine {
             self.route_released_request(h.frame, out);
         }
     }
+}
+
+/// Whether a request of the child `cid` for `target` goes to a thread other than the child's
+/// own (the child is not loaded in the client).
+fn target_is_child_elsewhere(target: &str, cid: &ChildId) -> bool {
+    target != cid.as_str()
 }
 
 /// The title a child's thread recorded for one of its tool calls (the latest one given).
