@@ -553,9 +553,9 @@ pub(crate) fn delivered_once(
         if method == Some("session/update") {
             let u = &msg["params"]["update"];
             sent.entry(fingerprint(u, cards)).or_insert((0, u)).0 += 1;
-        } else if let (Some(m), Some(_)) = (method, msg.get("id")) {
+        } else if let (Some(m), Some(id)) = (method, msg.get("id")) {
             asked
-                .entry(request_key(m, &msg["params"]))
+                .entry(request_key(m, id, &msg["params"]))
                 .or_insert((0, msg))
                 .0 += 1;
         }
@@ -604,8 +604,8 @@ pub(crate) fn delivered_once(
     }
     let mut reached: BTreeMap<String, usize> = BTreeMap::new();
     for msg in received.iter().filter(|m| in_scope(m)) {
-        if let (Some(m), Some(_)) = (msg.get("method").and_then(Value::as_str), msg.get("id")) {
-            *reached.entry(request_key(m, &msg["params"])).or_default() += 1;
+        if let (Some(m), Some(id)) = (msg.get("method").and_then(Value::as_str), msg.get("id")) {
+            *reached.entry(request_key(m, id, &msg["params"])).or_default() += 1;
         }
     }
     for (key, (n, example)) in &asked {
@@ -619,10 +619,17 @@ pub(crate) fn delivered_once(
     }
 }
 
-fn request_key(method: &str, params: &Value) -> String {
+/// A request as the agent asked it, less what the proxy may change on its way to Zed: the
+/// session (a child's request goes to the thread Zed knows) and a permission request's tool
+/// call (titled when Zed's thread lacks it; on Zed main, the card of a child Zed has not
+/// loaded). Its id, which the proxy keeps, tells such requests apart.
+fn request_key(method: &str, id: &Value, params: &Value) -> String {
     let mut p = params.clone();
     if let Some(o) = p.as_object_mut() {
         o.remove("sessionId");
+        if method == "session/request_permission" {
+            o.remove("toolCall");
+        }
     }
-    format!("{method} {}", canonical(&p))
+    format!("{method} {} {}", canonical(id), canonical(&p))
 }
