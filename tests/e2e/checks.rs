@@ -605,7 +605,9 @@ pub(crate) fn delivered_once(
     let mut reached: BTreeMap<String, usize> = BTreeMap::new();
     for msg in received.iter().filter(|m| in_scope(m)) {
         if let (Some(m), Some(id)) = (msg.get("method").and_then(Value::as_str), msg.get("id")) {
-            *reached.entry(request_key(m, id, &msg["params"])).or_default() += 1;
+            *reached
+                .entry(request_key(m, id, &msg["params"]))
+                .or_default() += 1;
         }
     }
     for (key, (n, example)) in &asked {

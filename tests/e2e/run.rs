@@ -75,9 +75,18 @@ fn kit_inner(name: &str) -> Result<()> {
         let label = format!("{name} {scenario} ({}) in {secs:.1}s", zed::name(*rules));
         failed |= !report_run(&kit, relay, scenario, &label, outcome, &mut report);
     }
+    // The version that ran: another than the pinned one when E2E_VERSION_<KIT> names it.
+    let version_var = format!(
+        "E2E_VERSION_{}",
+        name.to_ascii_uppercase().replace('-', "_")
+    );
+    let version = std::env::var(&version_var)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| kit.toml.version.clone());
     eprintln!(
-        "\n== e2e {name} ({} {}, relay {relay:?})\n{report}",
-        kit.toml.name, kit.toml.version
+        "\n== e2e {name} ({} {version}, relay {relay:?})\n{report}",
+        kit.toml.name
     );
     if failed {
         bail!("some runs failed:\n{report}");

@@ -4,7 +4,9 @@
 # and logs live under $E2E_HOME.
 set -euo pipefail
 KIT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+VERSION="${E2E_VERSION_AGENTPOOL:-2.9.18}"
 VENV="${E2E_CACHE:?}/agentpool/venv"
+[[ "$VERSION" == 2.9.18 ]] || VENV="$E2E_CACHE/agentpool/versions/$VERSION/venv"
 : "${E2E_HOME:?}" "${E2E_WORKSPACE:?}"
 export HOME="$E2E_HOME" XDG_CONFIG_HOME="$E2E_HOME/.config" XDG_CACHE_HOME="$E2E_HOME/.cache" \
     XDG_DATA_HOME="$E2E_HOME/.local/share" XDG_STATE_HOME="$E2E_HOME/.local/state" TMPDIR="$E2E_HOME/tmp"

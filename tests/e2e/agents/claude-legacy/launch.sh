@@ -2,7 +2,7 @@
 # claude-agent-acp 0.23.1 (Claude Code 2.1.83 inside) on stdin/stdout, talking to the Anthropic
 # stand-in at $E2E_MODEL_URL with a fake key; home, config and caches under $E2E_HOME.
 set -euo pipefail
-PREFIX="${E2E_CACHE:?}/claude-legacy"
+PREFIX="$(. "$(dirname "$0")/../npm_install.sh" && npm_prefix claude-legacy)"
 export HOME="${E2E_HOME:?}"
 export CLAUDE_CONFIG_DIR="$HOME/.claude" XDG_CONFIG_HOME="$HOME/.config" XDG_CACHE_HOME="$HOME/.cache"
 export XDG_DATA_HOME="$HOME/.local/share" XDG_STATE_HOME="$HOME/.local/state" TMPDIR="$HOME/tmp"

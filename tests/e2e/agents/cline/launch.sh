@@ -4,7 +4,7 @@
 # sessions) is under $E2E_HOME. CLINE_SESSION_BACKEND_MODE=local keeps sessions in this
 # process instead of a detached hub daemon that would outlive the agent.
 set -euo pipefail
-PREFIX="${E2E_CACHE:?}/cline"
+PREFIX="$(. "$(dirname "$0")/../npm_install.sh" && npm_prefix cline)"
 : "${E2E_HOME:?}" "${E2E_MODEL_URL:?}" "${E2E_WORKSPACE:?}"
 export HOME="$E2E_HOME" XDG_CONFIG_HOME="$E2E_HOME/.config" XDG_CACHE_HOME="$E2E_HOME/.cache" \
     XDG_DATA_HOME="$E2E_HOME/.local/share" XDG_STATE_HOME="$E2E_HOME/.local/state" TMPDIR="$E2E_HOME/tmp"

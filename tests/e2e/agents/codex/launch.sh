@@ -3,7 +3,7 @@
 # that points at the OpenAI Responses stand-in at $E2E_MODEL_URL; CODEX_HOME and HOME under
 # $E2E_HOME.
 set -euo pipefail
-PREFIX="${E2E_CACHE:?}/codex"
+PREFIX="$(. "$(dirname "$0")/../npm_install.sh" && npm_prefix codex)"
 export HOME="${E2E_HOME:?}"
 export CODEX_HOME="$HOME/.codex" XDG_CONFIG_HOME="$HOME/.config" XDG_CACHE_HOME="$HOME/.cache"
 export XDG_DATA_HOME="$HOME/.local/share" XDG_STATE_HOME="$HOME/.local/state" TMPDIR="$HOME/tmp"

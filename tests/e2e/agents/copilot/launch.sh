@@ -4,7 +4,7 @@
 # session state) is under $E2E_HOME. On its first run the binary unpacks its JS bundle into
 # COPILOT_PKG_CACHE_HOME (~235 MB): that is kept in the install cache, shared between runs.
 set -euo pipefail
-PREFIX="${E2E_CACHE:?}/copilot"
+PREFIX="$(. "$(dirname "$0")/../npm_install.sh" && npm_prefix copilot)"
 : "${E2E_HOME:?}" "${E2E_MODEL_URL:?}" "${E2E_WORKSPACE:?}"
 export HOME="$E2E_HOME" XDG_CONFIG_HOME="$E2E_HOME/.config" XDG_CACHE_HOME="$E2E_HOME/.cache" \
     XDG_DATA_HOME="$E2E_HOME/.local/share" XDG_STATE_HOME="$E2E_HOME/.local/state" TMPDIR="$E2E_HOME/tmp"

@@ -2,7 +2,7 @@
 # Factory Droid in ACP mode (`droid exec --output-format acp`), air-gapped, with one custom
 # model: the OpenAI chat stand-in at $E2E_MODEL_URL. Its home (settings, sessions) is $E2E_HOME.
 set -euo pipefail
-PREFIX="${E2E_CACHE:?}/droid"
+PREFIX="$(. "$(dirname "$0")/../npm_install.sh" && npm_prefix droid)"
 : "${E2E_HOME:?}" "${E2E_MODEL_URL:?}" "${E2E_WORKSPACE:?}"
 export HOME="$E2E_HOME" XDG_CONFIG_HOME="$E2E_HOME/.config" XDG_CACHE_HOME="$E2E_HOME/.cache" \
     XDG_DATA_HOME="$E2E_HOME/.local/share" XDG_STATE_HOME="$E2E_HOME/.local/state" TMPDIR="$E2E_HOME/tmp"

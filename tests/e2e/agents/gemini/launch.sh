@@ -2,7 +2,7 @@
 # Gemini CLI in ACP mode against the Gemini API stand-in at $E2E_MODEL_URL (auth type
 # "gateway", chosen by the base URL: no authenticate call), home under $E2E_HOME.
 set -euo pipefail
-PREFIX="${E2E_CACHE:?}/gemini"
+PREFIX="$(. "$(dirname "$0")/../npm_install.sh" && npm_prefix gemini)"
 : "${E2E_HOME:?}" "${E2E_MODEL_URL:?}" "${E2E_WORKSPACE:?}"
 export HOME="$E2E_HOME" XDG_CONFIG_HOME="$E2E_HOME/.config" XDG_CACHE_HOME="$E2E_HOME/.cache" \
     XDG_DATA_HOME="$E2E_HOME/.local/share" XDG_STATE_HOME="$E2E_HOME/.local/state" TMPDIR="$E2E_HOME/tmp"

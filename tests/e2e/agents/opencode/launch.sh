@@ -2,7 +2,7 @@
 # OpenCode in ACP mode, with one provider: the OpenAI chat stand-in at $E2E_MODEL_URL. Home and
 # every XDG dir (config, data with the session database, cache, state) live under $E2E_HOME.
 set -euo pipefail
-PREFIX="${E2E_CACHE:?}/opencode"
+PREFIX="$(. "$(dirname "$0")/../npm_install.sh" && npm_prefix opencode)"
 : "${E2E_HOME:?}" "${E2E_MODEL_URL:?}" "${E2E_WORKSPACE:?}"
 command -v rg >/dev/null || { echo "opencode launch: ripgrep (rg) is not on PATH" >&2; exit 1; }
 export HOME="$E2E_HOME" XDG_CONFIG_HOME="$E2E_HOME/.config" XDG_CACHE_HOME="$E2E_HOME/.cache" \

@@ -3,7 +3,7 @@
 # chat stand-in at $E2E_MODEL_URL. Home, pi's agent dir and the temp dir (where the extension
 # writes child transcripts) live under $E2E_HOME.
 set -euo pipefail
-PREFIX="${E2E_CACHE:?}/pi"
+PREFIX="$(. "$(dirname "$0")/../npm_install.sh" && npm_prefix pi)"
 : "${E2E_HOME:?}" "${E2E_MODEL_URL:?}" "${E2E_WORKSPACE:?}"
 export HOME="$E2E_HOME" XDG_CONFIG_HOME="$E2E_HOME/.config" XDG_CACHE_HOME="$E2E_HOME/.cache" \
     XDG_DATA_HOME="$E2E_HOME/.local/share" XDG_STATE_HOME="$E2E_HOME/.local/state" TMPDIR="$E2E_HOME/tmp"
