@@ -34,6 +34,9 @@ pub struct PresetSpec {
     pub timing: Option<bool>,
     pub spawn: Option<Vec<SpawnSpec>>,
     pub parent: Option<Vec<String>>,
+    /// Where a child event names the agent's own id for its child (not the spawn): the id is
+    /// bound to a spawn by `agent_child_id` or, marked inferred, to the only open spawn.
+    pub child_ref: Option<Vec<String>>,
     pub title: Option<Sources>,
     pub description: Option<Sources>,
     pub prompt: Option<Sources>,
@@ -66,6 +69,7 @@ impl PresetSpec {
             timing: self.timing.or(b.timing),
             spawn: self.spawn.or(b.spawn),
             parent: self.parent.or(b.parent),
+            child_ref: self.child_ref.or(b.child_ref),
             title: self.title.or(b.title),
             description: self.description.or(b.description),
             prompt: self.prompt.or(b.prompt),
@@ -256,8 +260,13 @@ impl ChildReplay {
 pub struct EndSpec {
     pub when: Vec<CondSpec>,
     pub marker: Option<Markers>,
-    /// The spawn's tool call id.
+    /// The spawn's tool call id (or give `child_id`).
+    #[serde(default)]
     pub spawn_id: Sources,
+    /// The agent's own id for the child (bound by `agent_child_id` or `child_ref`), where the
+    /// frame names that instead of the spawn.
+    #[serde(default)]
+    pub child_id: Sources,
     /// The child's final status; a value in `completed` ends it well, one in `running` does
     /// not end it, any other fails it.
     #[serde(default)]

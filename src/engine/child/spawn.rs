@@ -140,6 +140,8 @@ impl Engine {
         let Some(preset) = self.reg.get(cid).map(|c| c.preset) else {
             return;
         };
+        let status = str_field(&update, "status").map(str::to_owned);
+        self.spawn_frame_bind(cid, status.as_deref(), &update, out);
         let reading = self.read_spawn_update(preset, &update);
         let keeps_open = preset.is_some_and(|p| self.detector.keeps_background_open(p));
         let unseen = preset.is_some_and(|p| self.detector.child_unseen(p));
@@ -198,7 +200,6 @@ impl Engine {
         if reading.background {
             child.run = Run::Background;
         }
-        let status = str_field(&update, "status").map(str::to_owned);
         let completed = status.as_deref() == Some("completed");
         let ended = matches!(status.as_deref(), Some("completed" | "failed"));
         let step = spawn_step(child, status.as_deref(), keeps_open);

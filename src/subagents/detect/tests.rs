@@ -173,7 +173,12 @@ fn background_launches_and_the_frames_that_end_them() {
         json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"done"},
             "_meta":{"source":source,"backgroundTask":{"toolUseId":"call_2","status":status}}})
     };
-    let end = |u: &Value| d.end_signal(u).map(|e| (e.spawn_id, e.status));
+    let end = |u: &Value| {
+        d.end_signal(u).map(|e| match e.names {
+            EndNames::Spawn(id) => (id, e.status),
+            EndNames::AgentChild(id) => (format!("agent:{id}"), e.status),
+        })
+    };
     assert_eq!(
         end(&notice("background_task_completed", "completed")),
         Some(("call_2".into(), EndStatus::Completed))
