@@ -242,6 +242,14 @@ impl Detector {
         self.preset(id).is_some_and(|p| !p.child_ref.is_empty())
     }
 
+    /// Whether this preset binds the agent's own child ids to spawns: it reads them off
+    /// events (`child_ref`) or ends children by them (`end` with `child_id`).
+    pub fn binds_child_ids(&self, id: PresetId) -> bool {
+        self.preset(id).is_some_and(|p| {
+            !p.child_ref.is_empty() || p.end.iter().any(|e| !e.child_id.is_empty())
+        })
+    }
+
     /// The parent reference read from the raw JSON of an update, without parsing it: the
     /// string value of a preset's parent key, if exactly one value appears. `None` when there
     /// is none, several, or one with escapes (the caller then parses).

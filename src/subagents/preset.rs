@@ -574,6 +574,14 @@ mod tests {
         let e = compile("[[preset]]\nname = \"x\"\n[[preset.end]]\nwhen = [{ at = \"/a\", exists = true }]\nspawn_id = []\n")
             .expect_err("no spawn id");
         assert_eq!(e.key, "subagents.preset[0].end[0].spawn_id");
+        let e = compile("[[preset]]\nname = \"x\"\n[[preset.end]]\nwhen = [{ at = \"/a\", exists = true }]\nspawn_id = [\"/a\"]\nchild_id = [\"/b\"]\n")
+            .expect_err("both spawn and child id");
+        assert_eq!(e.key, "subagents.preset[0].end[0].spawn_id");
+        compile("[[preset]]\nname = \"x\"\n[[preset.end]]\nwhen = [{ at = \"/a\", exists = true }]\nchild_id = [\"/b\"]\n")
+            .expect("an end by the agent's child id");
+        let e =
+            compile("[[preset]]\nname = \"x\"\nchild_ref = [\"/_meta/0\"]\n").expect_err("index");
+        assert_eq!(e.key, "subagents.preset[0].child_ref[0]");
         let e = compile("[[preset]]\nname = \"x\"\n[preset.transcript]\non = \"sibling\"\nfrom = [\"/content\"]\n")
             .expect_err("no sibling rule");
         assert_eq!(e.key, "subagents.preset[0].transcript.on");

@@ -135,3 +135,56 @@ fn two_open_spawns_leave_an_unseen_id_unbound() {
         );
     }
 }
+
+#[test]
+fn a_reopened_parents_replayed_child_calls_go_to_the_child() {
+    // The e2e kit's `one` run as Zed main: live, then the parent reopened by a new proxy
+    // (Copilot replays the spawn, the child's tool call and the spawn's end on the parent).
+    const PARENT: &str = "0778024b-fa79-4594-b7e0-80a231ea6056";
+    let child = child_session_id(PARENT, "call_0001");
+    let thread = [
+        "user:SUBAGENT:alpha list the text files in the project and report what you find",
+        "agent:Subagent alpha looking around.",
+        "tool:call_0002:completed",
+        "agent:SUB-ANSWER alpha: the project holds a.txt, b.txt.",
+    ];
+    let store = StoreModel::default();
+    let mut live = Harness::with_store(zed_config(), store.clone());
+    play(
+        &mut live,
+        &dump_fixture("e2e/copilot-1.0.102-one-live.dump.jsonl"),
+    );
+    assert_eq!(entry_lines(&live.zed.threads[&child].entries), thread);
+    // With the store (the child restored, its thread known) and without it (the replay
+    // makes the child again): either way the replayed `glob` is the child's, not the parent's.
+    for (with_store, store) in [(true, store), (false, StoreModel::default())] {
+        let mut h = Harness::with_store(zed_config(), store);
+        play(
+            &mut h,
+            &dump_fixture("e2e/copilot-1.0.102-one-reopen.dump.jsonl"),
+        );
+        let parent = &h.zed.threads[PARENT];
+        assert_eq!(parent.cards().len(), 1, "store {with_store}");
+        assert!(
+            parent.card("call_0002").is_none(),
+            "store {with_store}: the child's call is not in the parent"
+        );
+        assert!(
+            h.notes
+                .iter()
+                .any(|n| n.contains("is bound to it as the only open spawn")),
+            "store {with_store}: {:?}",
+            h.notes
+        );
+        let lines = entry_lines(&h.zed.threads[&child].entries);
+        if with_store {
+            assert_eq!(lines, thread, "the stored thread, not doubled");
+        } else {
+            assert!(
+                lines.contains(&"tool:call_0002:completed".to_owned()),
+                "{lines:?}"
+            );
+        }
+        assert!(h.zed.rejected.is_empty(), "{:?}", h.zed.rejected);
+    }
+}

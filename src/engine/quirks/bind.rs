@@ -85,7 +85,7 @@ impl Engine {
         let Some(preset) = child.preset else {
             return;
         };
-        if !self.detector.marks_child_events(preset) {
+        if !self.detector.binds_child_ids(preset) {
             return;
         }
         if matches!(status, Some("completed" | "failed")) {
