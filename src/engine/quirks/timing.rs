@@ -73,9 +73,15 @@ impl Engine {
             self.note(
                 out,
                 NoteLevel::Info,
-                format!(
-                    "subagent {cid}: events that name no spawn are attributed to it by {attribution} (the only open spawn; marked in `_meta[\"acp-proxy\"]`)"
-                ),
+                if attribution == "timing" {
+                    format!(
+                        "subagent {cid}: events that name no spawn are attributed to it by timing (the only open spawn; inferred, marked in `_meta[\"acp-proxy\"]`)"
+                    )
+                } else {
+                    format!(
+                        "subagent {cid}: events are attributed to it by an id bound to it as the only open spawn ({attribution}, marked in `_meta[\"acp-proxy\"]`)"
+                    )
+                },
             );
         }
         update
