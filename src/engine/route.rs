@@ -161,6 +161,11 @@ impl Engine {
         };
 
         if let Some(cid) = self.agent_replays.child_of(sid).cloned() {
+            if self.followed_live(&cid, sid, kind) {
+                // A running background child fetched at its launch streams on (Kilo).
+                self.child_event_raw(&cid, sid, fields, found, frame, out);
+                return;
+            }
             // A child the agent replays for the proxy's fetch (OpenCode).
             self.replayed_update(&cid, sid, &fields, out);
             return;

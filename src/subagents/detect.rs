@@ -442,6 +442,12 @@ impl Detector {
             .map_or(ChildReplay::None, |p| p.child_replay)
     }
 
+    /// Whether a background child of this preset is fetched at its launch and followed live.
+    pub fn follows_background(&self, id: PresetId) -> bool {
+        self.preset(id)
+            .is_some_and(|p| p.follow_background && p.child_replay.replays())
+    }
+
     /// Whether unmarked events may be attributed by timing (opt-in per preset).
     /// Whether any preset in force attributes unmarked events by timing (checked on frames
     /// that name no spawn, so kept as one flag).

@@ -101,6 +101,8 @@ pub struct PresetData {
     pub progress: Vec<Source>,
     pub agent_child_id: Vec<Source>,
     pub child_replay: ChildReplay,
+    /// Fetch a background child at its launch and keep its live events (`follow_background`).
+    pub follow_background: bool,
     pub background: Vec<Rule>,
     pub end: Vec<EndRule>,
     pub sibling: Vec<SiblingRule>,
@@ -345,6 +347,7 @@ impl Preset {
             progress: sources(&spec.progress, &format!("{key}.progress"))?,
             agent_child_id: sources(&spec.agent_child_id, &format!("{key}.agent_child_id"))?,
             child_replay: spec.child_replay.unwrap_or_default(),
+            follow_background: spec.follow_background.unwrap_or(false),
             parent,
             child_ref,
             background,
@@ -485,6 +488,7 @@ impl Preset {
             "child replay (session/load, after the parent's turn)",
         );
         add(!self.background.is_empty(), "background launches");
+        add(self.follow_background, "background children followed live");
         add(!self.end.is_empty(), "end signals");
         add(!self.sibling.is_empty(), "sibling calls");
         add(!self.spawn_event.is_empty(), "events on the spawn card");

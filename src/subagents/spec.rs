@@ -48,6 +48,9 @@ pub struct PresetSpec {
     pub progress: Option<Sources>,
     pub agent_child_id: Option<Sources>,
     pub child_replay: Option<ChildReplay>,
+    /// A background child the agent replays: fetched at its launch, and the events the agent
+    /// then streams live on the child's session are the child's.
+    pub follow_background: Option<bool>,
     pub background: Option<Vec<RuleSpec>>,
     pub end: Option<Vec<EndSpec>>,
     pub sibling: Option<Vec<SiblingSpec>>,
@@ -78,6 +81,7 @@ impl PresetSpec {
             progress: self.progress.or(b.progress),
             agent_child_id: self.agent_child_id.or(b.agent_child_id),
             child_replay: self.child_replay.or(b.child_replay),
+            follow_background: self.follow_background.or(b.follow_background),
             background: self.background.or(b.background),
             end: self.end.or(b.end),
             sibling: self.sibling.or(b.sibling),

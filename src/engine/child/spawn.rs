@@ -234,7 +234,7 @@ impl Engine {
         // The agent replays this child itself (OpenCode): its real work is fetched, and the
         // answer is only what the thread gets if that fails. A replayed completion (the parent
         // reopened) fetches too when the thread lacks the work.
-        let fetch = (ended && !launched)
+        let fetch = (ended && (!launched || self.follows_launch(cid)))
             .then(|| self.replay_to_fetch(cid, &update))
             .flatten();
         // How the child ended, in its thread.
