@@ -60,6 +60,7 @@ use crate::wire::{self, write};
 use client::permissions::Held;
 use client::reopen::Reopen;
 use pending::PendingRequests;
+use quirks::bind::Bindings;
 use quirks::child_fetch::AgentReplays;
 use quirks::sibling::Siblings;
 use recent::RecentSet;
@@ -126,6 +127,8 @@ pub struct Engine {
     agent_replays: AgentReplays,
     /// Calls beside spawns that carry their children's work.
     siblings: Siblings,
+    /// The agent's own child ids bound to spawns (`child_ref`).
+    bindings: Bindings,
 }
 
 impl Default for Engine {
@@ -179,6 +182,7 @@ impl Engine {
             pace: child::pace::Pacer::default(),
             agent_replays: AgentReplays::default(),
             siblings: Siblings::default(),
+            bindings: Bindings::default(),
         }
     }
 
@@ -533,6 +537,7 @@ impl Engine {
         sizes.extend(self.reopen.footprint());
         sizes.extend(self.agent_replays.footprint());
         sizes.extend(self.siblings.footprint());
+        sizes.extend(self.bindings.footprint());
         sizes
     }
 

@@ -161,6 +161,11 @@ impl Engine {
         };
 
         if let Some(cid) = self.agent_replays.child_of(sid).cloned() {
+            if self.followed_live(&cid, sid, kind) {
+                // A running background child fetched at its launch streams on (Kilo).
+                self.child_event_raw(&cid, sid, fields, found, frame, out);
+                return;
+            }
             // A child the agent replays for the proxy's fetch (OpenCode).
             self.replayed_update(&cid, sid, &fields, out);
             return;
@@ -221,6 +226,14 @@ impl Engine {
                 return;
             }
         }
+        if names_parent && self.detector.any_child_ref() {
+            // The agent's own child id on the event (Copilot's agentId), bound to a spawn.
+            if let Some((cid, update)) = parse_update().and_then(|u| self.child_by_ref(sid, u, out))
+            {
+                self.child_event(&cid, sid, Some(update), frame, out);
+                return;
+            }
+        }
         // A card another link made (or one the agent claims): never a spawn here.
         let agent_card = matches!(kind, "tool_call" | "tool_call_update")
             && found.has(keys::kind::SUBAGENT)
@@ -234,7 +247,7 @@ impl Engine {
             && (kind == "tool_call" || (kind == "tool_call_update" && fields.has_status));
         if !names_parent && !may_spawn && self.detector.any_timing() {
             if let Some(cid) = self.timed_child(sid, kind, tool) {
-                let update = parse_update().map(|u| self.mark_inferred(&cid, u, out));
+                let update = parse_update().map(|u| self.mark_inferred(&cid, u, "timing", out));
                 self.child_event(&cid, sid, update, frame, out);
                 return;
             }

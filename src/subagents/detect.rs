@@ -35,6 +35,8 @@ struct Inner {
     parents_under_meta: bool,
     /// Some preset allows attributing unmarked events by timing.
     any_timing: bool,
+    /// Whether any preset in force has `child_ref` pointers.
+    any_child_ref: bool,
     markers: Markers,
 }
 
@@ -90,9 +92,18 @@ pub enum EndStatus {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EndSignal {
     pub preset: PresetId,
-    /// The spawn's tool call id.
-    pub spawn_id: String,
+    /// What the frame names the child by.
+    pub names: EndNames,
     pub status: EndStatus,
+}
+
+/// What an end signal names the child by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EndNames {
+    /// The spawn's tool call id.
+    Spawn(String),
+    /// The agent's own id for the child (`child_id`), bound to a spawn earlier.
+    AgentChild(String),
 }
 
 /// A tool call beside a spawn that carries a child's work.
@@ -146,6 +157,13 @@ impl Detector {
             end: collect(&|p| p.end_markers().map(str::to_owned).collect()),
             sibling: collect(&|p| p.sibling_markers().map(str::to_owned).collect()),
         };
+        // A frame naming an agent's own child id is read like one naming a parent: the same
+        // byte signal keeps it off the untouched path (the values are looked up apart).
+        let mut refs = markers.parent.clone();
+        refs.extend(collect(&|p| p.child_ref_markers().collect()));
+        refs.sort();
+        refs.dedup();
+        let any_child_ref = presets.iter().any(|p| !p.child_ref.is_empty());
         let parents_under_meta = presets
             .iter()
             .flat_map(|p| p.parent.iter())
@@ -154,12 +172,8 @@ impl Detector {
         Detector(Arc::new(Inner {
             parents_under_meta,
             any_timing,
-            signals: Signals::new(
-                &markers.parent,
-                &markers.spawn,
-                &markers.end,
-                &markers.sibling,
-            ),
+            any_child_ref,
+            signals: Signals::new(&refs, &markers.spawn, &markers.end, &markers.sibling),
             parent_finders: markers
                 .parent
                 .iter()
@@ -203,6 +217,37 @@ impl Detector {
             .iter()
             .flat_map(|p| p.parent.iter())
             .find_map(|ptr| update.pointer(ptr).and_then(Value::as_str))
+    }
+
+    /// The agent's own child id a child event names (`child_ref`), with the preset that says
+    /// where it is.
+    pub fn child_ref<'v>(&self, update: &'v Value) -> Option<(PresetId, &'v str)> {
+        self.0.presets.iter().enumerate().find_map(|(i, p)| {
+            p.child_ref
+                .iter()
+                .find_map(|ptr| update.pointer(ptr).and_then(Value::as_str))
+                .filter(|id| !id.is_empty())
+                .map(|id| (PresetId(i), id))
+        })
+    }
+
+    /// Whether any preset in force reads agent child ids off events (`child_ref`).
+    pub fn any_child_ref(&self) -> bool {
+        self.0.any_child_ref
+    }
+
+    /// Whether this preset's agent marks its children's events with its own child id: then
+    /// a tool call without one is not a child's.
+    pub fn marks_child_events(&self, id: PresetId) -> bool {
+        self.preset(id).is_some_and(|p| !p.child_ref.is_empty())
+    }
+
+    /// Whether this preset binds the agent's own child ids to spawns: it reads them off
+    /// events (`child_ref`) or ends children by them (`end` with `child_id`).
+    pub fn binds_child_ids(&self, id: PresetId) -> bool {
+        self.preset(id).is_some_and(|p| {
+            !p.child_ref.is_empty() || p.end.iter().any(|e| !e.child_id.is_empty())
+        })
     }
 
     /// The parent reference read from the raw JSON of an update, without parsing it: the
@@ -397,6 +442,12 @@ impl Detector {
             .map_or(ChildReplay::None, |p| p.child_replay)
     }
 
+    /// Whether a background child of this preset is fetched at its launch and followed live.
+    pub fn follows_background(&self, id: PresetId) -> bool {
+        self.preset(id)
+            .is_some_and(|p| p.follow_background && p.child_replay.replays())
+    }
+
     /// Whether unmarked events may be attributed by timing (opt-in per preset).
     /// Whether any preset in force attributes unmarked events by timing (checked on frames
     /// that name no spawn, so kept as one flag).
@@ -466,9 +517,9 @@ impl Detector {
             p.end
                 .iter()
                 .find_map(|e| end_of(e, update))
-                .map(|(spawn_id, status)| EndSignal {
+                .map(|(names, status)| EndSignal {
                     preset: PresetId(i),
-                    spawn_id,
+                    names,
                     status,
                 })
         })
@@ -506,11 +557,15 @@ impl Detector {
     }
 }
 
-fn end_of(e: &EndRule, update: &Value) -> Option<(String, EndStatus)> {
+fn end_of(e: &EndRule, update: &Value) -> Option<(EndNames, EndStatus)> {
     if !e.rule.holds(update) {
         return None;
     }
-    let spawn_id = first_text(&e.spawn_id, update)?.into_owned();
+    let names = if e.child_id.is_empty() {
+        EndNames::Spawn(first_text(&e.spawn_id, update)?.into_owned())
+    } else {
+        EndNames::AgentChild(first_text(&e.child_id, update)?.into_owned())
+    };
     let status = match first_text(&e.status, update) {
         // No status given: the frame's presence is the end.
         None => EndStatus::Completed,
@@ -518,7 +573,7 @@ fn end_of(e: &EndRule, update: &Value) -> Option<(String, EndStatus)> {
         Some(s) if e.running.iter().any(|c| *c == s) => EndStatus::Running,
         Some(s) => EndStatus::Failed(s.into_owned()),
     };
-    Some((spawn_id, status))
+    Some((names, status))
 }
 
 /// Which of the open spawns a sibling call with `key` belongs to: the only one whose

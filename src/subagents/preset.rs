@@ -45,6 +45,8 @@ pub struct SpawnRule {
 pub struct EndRule {
     pub rule: Rule,
     pub spawn_id: Vec<Source>,
+    /// The agent's own child id, when the frame names that instead of the spawn.
+    pub child_id: Vec<Source>,
     pub status: Vec<Source>,
     pub completed: Vec<String>,
     pub running: Vec<String>,
@@ -88,6 +90,8 @@ pub struct PresetData {
     pub timing: bool,
     pub spawn: Vec<SpawnRule>,
     pub parent: Vec<String>,
+    /// Where a child event names the agent's own child id (`child_ref`).
+    pub child_ref: Vec<String>,
     pub title: Vec<Source>,
     pub description: Vec<Source>,
     pub prompt: Vec<Source>,
@@ -97,6 +101,8 @@ pub struct PresetData {
     pub progress: Vec<Source>,
     pub agent_child_id: Vec<Source>,
     pub child_replay: ChildReplay,
+    /// Fetch a background child at its launch and keep its live events (`follow_background`).
+    pub follow_background: bool,
     pub background: Vec<Rule>,
     pub end: Vec<EndRule>,
     pub sibling: Vec<SiblingRule>,
@@ -203,8 +209,18 @@ impl Preset {
             .map(|(i, s)| spawn_rule(s, &format!("{key}.spawn[{i}]")))
             .collect::<Result<_, _>>()?;
         let parent: Vec<String> = spec.parent.clone().unwrap_or_default();
-        for (i, p) in parent.iter().enumerate() {
-            let k = format!("{key}.parent[{i}]");
+        let child_ref: Vec<String> = spec.child_ref.clone().unwrap_or_default();
+        let pointers = parent
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (format!("{key}.parent[{i}]"), p))
+            .chain(
+                child_ref
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| (format!("{key}.child_ref[{i}]"), p)),
+            );
+        for (k, p) in pointers {
             check_pointer(p, &k)?;
             // The parent key is searched for in raw frames: it must be a plain object key.
             if final_key(p).and_then(|k| quoted(&k)).is_none() {
@@ -230,9 +246,19 @@ impl Preset {
             .enumerate()
             .map(|(i, e)| {
                 let k = format!("{key}.end[{i}]");
+                // The frame names the spawn or the agent's own child id: one of the two.
+                let (spawn_id, child_id) = match (e.spawn_id.is_empty(), e.child_id.is_empty()) {
+                    (false, true) => (required(&e.spawn_id, &format!("{k}.spawn_id"))?, Vec::new()),
+                    (true, false) => (Vec::new(), required(&e.child_id, &format!("{k}.child_id"))?),
+                    _ => return Err(PresetError::new(
+                        format!("{k}.spawn_id"),
+                        "give either `spawn_id` or `child_id` (what the frame names the child by)",
+                    )),
+                };
                 Ok(EndRule {
                     rule: Rule::compile(&e.when, e.marker.as_ref(), &k, true)?,
-                    spawn_id: required(&e.spawn_id, &format!("{k}.spawn_id"))?,
+                    spawn_id,
+                    child_id,
                     status: Source::compile_all(&e.status, &format!("{k}.status"))?,
                     completed: e
                         .completed
@@ -321,7 +347,9 @@ impl Preset {
             progress: sources(&spec.progress, &format!("{key}.progress"))?,
             agent_child_id: sources(&spec.agent_child_id, &format!("{key}.agent_child_id"))?,
             child_replay: spec.child_replay.unwrap_or_default(),
+            follow_background: spec.follow_background.unwrap_or(false),
             parent,
+            child_ref,
             background,
             end,
             sibling,
@@ -355,6 +383,7 @@ impl Preset {
             e.rule.patterns(&mut out);
             e.spawn_id
                 .iter()
+                .chain(&e.child_id)
                 .chain(&e.status)
                 .for_each(|s| s.patterns(&mut out));
         }
@@ -386,6 +415,14 @@ impl Preset {
     /// parent (`"parentToolUseId"`): the last key of each parent pointer, quoted.
     pub fn parent_markers(&self) -> impl Iterator<Item = String> + '_ {
         self.parent
+            .iter()
+            .filter_map(|p| final_key(p).and_then(|k| quoted(&k)))
+    }
+
+    /// The keys whose presence in a frame means it may name the agent's own child id
+    /// (`"agentId"`): the last key of each `child_ref` pointer, quoted.
+    pub fn child_ref_markers(&self) -> impl Iterator<Item = String> + '_ {
+        self.child_ref
             .iter()
             .filter_map(|p| final_key(p).and_then(|k| quoted(&k)))
     }
@@ -435,6 +472,7 @@ impl Preset {
             }
         };
         add(!self.parent.is_empty(), "parent ids");
+        add(!self.child_ref.is_empty(), "agent child ids on events");
         add(!self.title.is_empty(), "title");
         add(!self.prompt.is_empty(), "prompt");
         add(!self.description.is_empty(), "description");
@@ -450,6 +488,7 @@ impl Preset {
             "child replay (session/load, after the parent's turn)",
         );
         add(!self.background.is_empty(), "background launches");
+        add(self.follow_background, "background children followed live");
         add(!self.end.is_empty(), "end signals");
         add(!self.sibling.is_empty(), "sibling calls");
         add(!self.spawn_event.is_empty(), "events on the spawn card");
@@ -539,6 +578,14 @@ mod tests {
         let e = compile("[[preset]]\nname = \"x\"\n[[preset.end]]\nwhen = [{ at = \"/a\", exists = true }]\nspawn_id = []\n")
             .expect_err("no spawn id");
         assert_eq!(e.key, "subagents.preset[0].end[0].spawn_id");
+        let e = compile("[[preset]]\nname = \"x\"\n[[preset.end]]\nwhen = [{ at = \"/a\", exists = true }]\nspawn_id = [\"/a\"]\nchild_id = [\"/b\"]\n")
+            .expect_err("both spawn and child id");
+        assert_eq!(e.key, "subagents.preset[0].end[0].spawn_id");
+        compile("[[preset]]\nname = \"x\"\n[[preset.end]]\nwhen = [{ at = \"/a\", exists = true }]\nchild_id = [\"/b\"]\n")
+            .expect("an end by the agent's child id");
+        let e =
+            compile("[[preset]]\nname = \"x\"\nchild_ref = [\"/_meta/0\"]\n").expect_err("index");
+        assert_eq!(e.key, "subagents.preset[0].child_ref[0]");
         let e = compile("[[preset]]\nname = \"x\"\n[preset.transcript]\non = \"sibling\"\nfrom = [\"/content\"]\n")
             .expect_err("no sibling rule");
         assert_eq!(e.key, "subagents.preset[0].transcript.on");

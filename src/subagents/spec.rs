@@ -34,6 +34,9 @@ pub struct PresetSpec {
     pub timing: Option<bool>,
     pub spawn: Option<Vec<SpawnSpec>>,
     pub parent: Option<Vec<String>>,
+    /// Where a child event names the agent's own id for its child (not the spawn): the id is
+    /// bound to a spawn by `agent_child_id` or, marked inferred, to the only open spawn.
+    pub child_ref: Option<Vec<String>>,
     pub title: Option<Sources>,
     pub description: Option<Sources>,
     pub prompt: Option<Sources>,
@@ -45,6 +48,9 @@ pub struct PresetSpec {
     pub progress: Option<Sources>,
     pub agent_child_id: Option<Sources>,
     pub child_replay: Option<ChildReplay>,
+    /// A background child the agent replays: fetched at its launch, and the events the agent
+    /// then streams live on the child's session are the child's.
+    pub follow_background: Option<bool>,
     pub background: Option<Vec<RuleSpec>>,
     pub end: Option<Vec<EndSpec>>,
     pub sibling: Option<Vec<SiblingSpec>>,
@@ -66,6 +72,7 @@ impl PresetSpec {
             timing: self.timing.or(b.timing),
             spawn: self.spawn.or(b.spawn),
             parent: self.parent.or(b.parent),
+            child_ref: self.child_ref.or(b.child_ref),
             title: self.title.or(b.title),
             description: self.description.or(b.description),
             prompt: self.prompt.or(b.prompt),
@@ -74,6 +81,7 @@ impl PresetSpec {
             progress: self.progress.or(b.progress),
             agent_child_id: self.agent_child_id.or(b.agent_child_id),
             child_replay: self.child_replay.or(b.child_replay),
+            follow_background: self.follow_background.or(b.follow_background),
             background: self.background.or(b.background),
             end: self.end.or(b.end),
             sibling: self.sibling.or(b.sibling),
@@ -256,8 +264,13 @@ impl ChildReplay {
 pub struct EndSpec {
     pub when: Vec<CondSpec>,
     pub marker: Option<Markers>,
-    /// The spawn's tool call id.
+    /// The spawn's tool call id (or give `child_id`).
+    #[serde(default)]
     pub spawn_id: Sources,
+    /// The agent's own id for the child (bound by `agent_child_id` or `child_ref`), where the
+    /// frame names that instead of the spawn.
+    #[serde(default)]
+    pub child_id: Sources,
     /// The child's final status; a value in `completed` ends it well, one in `running` does
     /// not end it, any other fails it.
     #[serde(default)]

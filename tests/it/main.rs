@@ -45,6 +45,7 @@ mod store_processes;
 mod store_restart;
 mod zed_agent_cards;
 mod zed_agentpool;
+mod zed_bound_children;
 mod zed_child_permissions;
 mod zed_droid;
 mod zed_dsh;

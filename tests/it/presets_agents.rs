@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use crate::support::engine::fixture;
-use acp_proxy::subagents::detect::{sibling_owner, Detector, EndStatus, SiblingOwner};
+use acp_proxy::subagents::detect::{sibling_owner, Detector, EndNames, EndStatus, SiblingOwner};
 use acp_proxy::subagents::select::{AgentInfo, PresetChoice};
 use acp_proxy::subagents::spec::{ChildReplay, TranscriptOn};
 use serde_json::Value;
@@ -77,7 +77,11 @@ fn observe(name: &str) -> Seen {
             *seen.child_events.entry(p.to_owned()).or_default() += 1;
         }
         if let Some(e) = d.end_signal(u) {
-            seen.ends.push((e.spawn_id, e.status));
+            let named = match e.names {
+                EndNames::Spawn(id) => id,
+                EndNames::AgentChild(id) => format!("agent child {id}"),
+            };
+            seen.ends.push((named, e.status));
         }
         let id = u["toolCallId"].as_str().unwrap_or("").to_owned();
         if let Some(s) = d.sibling(u) {

@@ -145,6 +145,8 @@ impl Engine {
         let Some(preset) = self.reg.get(cid).map(|c| c.preset) else {
             return;
         };
+        let status = str_field(&update, "status").map(str::to_owned);
+        self.spawn_frame_bind(cid, status.as_deref(), &update, out);
         let reading = self.read_spawn_update(preset, &update);
         let keeps_open = preset.is_some_and(|p| self.detector.keeps_background_open(p));
         let unseen = preset.is_some_and(|p| self.detector.child_unseen(p));
@@ -203,7 +205,6 @@ impl Engine {
         if reading.background {
             child.run = Run::Background;
         }
-        let status = str_field(&update, "status").map(str::to_owned);
         let completed = status.as_deref() == Some("completed");
         let ended = matches!(status.as_deref(), Some("completed" | "failed"));
         let step = spawn_step(child, status.as_deref(), keeps_open);
@@ -238,7 +239,7 @@ impl Engine {
         // The agent replays this child itself (OpenCode): its real work is fetched, and the
         // answer is only what the thread gets if that fails. A replayed completion (the parent
         // reopened) fetches too when the thread lacks the work.
-        let fetch = (ended && !launched)
+        let fetch = (ended && (!launched || self.follows_launch(cid)))
             .then(|| self.replay_to_fetch(cid, &update))
             .flatten();
         // How the child ended, in its thread.

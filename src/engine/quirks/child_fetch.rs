@@ -15,6 +15,11 @@
 //! children); the rest wait their turn. A fetch that fails, times out or exceeds the child's
 //! transcript limit leaves the child thread as the spawn told it: prompt and answer.
 //!
+//! A preset with `follow_background` (Kilo) fetches a background child at its launch instead:
+//! once that replay is answered, the agent streams the running child's work on the child's
+//! session, and those updates are the child's live events (recorded in its thread, shown in
+//! its card), not replayed ones.
+//!
 //! Droid cannot serve a child's load while it works on the parent (it finishes the parent's
 //! turn with the child's conversation): with `child_replay = "session_load_after_turn"` a
 //! fetch asked for while the client's `session/prompt` (or `session/load`) of the parent's
@@ -288,6 +293,37 @@ impl Engine {
         self.detector
             .agent_child_id_of(preset, update)
             .filter(|id| !id.is_empty())
+    }
+
+    /// Whether this spawn's launch fetches its child at once (a preset's
+    /// `follow_background`).
+    pub(in crate::engine) fn follows_launch(&self, cid: &ChildId) -> bool {
+        self.reg
+            .get(cid)
+            .and_then(|c| c.preset)
+            .is_some_and(|p| self.detector.follows_background(p))
+    }
+
+    /// Whether an update of `kind` on `agent_session`, fetched for `cid`, is the running
+    /// child's live work: its fetch is done, the child runs on in the background, and the
+    /// update is work (not the agent's commands, modes or usage for that session).
+    pub(in crate::engine) fn followed_live(
+        &self,
+        cid: &ChildId,
+        agent_session: &str,
+        kind: &str,
+    ) -> bool {
+        THREAD_KINDS.contains(&kind)
+            && !self
+                .agent_replays
+                .in_flight
+                .values()
+                .any(|f| f.agent_id == agent_session)
+            && self.follows_launch(cid)
+            && self
+                .reg
+                .get(cid)
+                .is_some_and(|c| c.is_background() && !c.state.is_final())
     }
 
     /// Ask the agent for the child's replay (now, or when a slot frees up).

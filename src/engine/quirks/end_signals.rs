@@ -1,11 +1,12 @@
 //! Preset signals that arrive outside the spawn card: the later frame that ends a background
-//! child (Qwen's `_meta.backgroundTask`), and the task a standard announcement carries when
+//! child (Qwen's `_meta.backgroundTask` naming the spawn, Copilot's `read_agent` result naming
+//! the agent's own child id), and the task a standard announcement carries when
 //! no `session_message` brings it (Codex).
 
 use serde_json::Value;
 
-use crate::engine::{Action, Engine};
-use crate::subagents::detect::EndStatus;
+use crate::engine::{str_field, Action, Engine};
+use crate::subagents::detect::{EndNames, EndStatus};
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::{ChildState, Prompt};
 use crate::subagents::render;
@@ -14,7 +15,9 @@ impl Engine {
     /// A frame on `session` that may end a background child: if it names an open child of
     /// the preset that says so, the frame goes into that child's thread (instead of the
     /// parent's: Qwen repeats the notice in the follow-up turn it starts there) and ends the
-    /// child. Returns whether it did; otherwise the caller routes the frame on.
+    /// child. Returns whether it took the frame; otherwise the caller routes the frame on.
+    /// An update of one of the parent's own tool calls (Copilot's `read_agent`, waiting on
+    /// the child) ends the child but stays the parent's: the caller routes it on.
     pub(in crate::engine) fn end_signal(
         &mut self,
         session: &str,
@@ -24,7 +27,11 @@ impl Engine {
         let Some(end) = self.detector.end_signal(update) else {
             return false;
         };
-        let Some(cid) = self.reg.by_spawn(session, &end.spawn_id).cloned() else {
+        let found = match &end.names {
+            EndNames::Spawn(spawn_id) => self.reg.by_spawn(session, spawn_id).cloned(),
+            EndNames::AgentChild(id) => self.bindings.child(session, id).map(|(c, _)| c.clone()),
+        };
+        let Some(cid) = found else {
             return false;
         };
         let Some(child) = self.reg.get(&cid) else {
@@ -42,7 +49,13 @@ impl Engine {
             EndStatus::Failed(_) => ChildState::Failed,
             EndStatus::Running => return false,
         };
-        self.record_in(&cid, update, out);
+        let parents_own = str_field(update, "sessionUpdate") == Some("tool_call_update")
+            && str_field(update, "toolCallId").is_some_and(|t| {
+                self.reg.by_spawn(session, t).is_none() && self.reg.tool_owner(session, t).is_none()
+            });
+        if !parents_own {
+            self.record_in(&cid, update, out);
+        }
         if self.reg.get(&cid).is_some_and(|c| c.card_is_final()) {
             // The card completed at the launch (a preset that does not keep it open): the
             // child's state is all that is left to settle.
@@ -51,10 +64,10 @@ impl Engine {
             }
             self.persist_state(&cid, out);
             self.retire(&cid);
-            return true;
+            return !parents_own;
         }
         self.finish_child(&cid, state, out);
-        true
+        !parents_own
     }
 
     /// The task a standard announcement carried, as the child thread's first message, once

@@ -1,9 +1,11 @@
 //! Mechanisms single agent families (or hostile ones) need, apart from the main flow: children
 //! the agent replays itself and the proxy fetches (`child_fetch`, OpenCode), calls beside a
 //! spawn that carry its child's work (`sibling`, AgentPool) and work folded into text
-//! (`folded`), children attributed by timing (`timing`), end signals outside the card
+//! (`folded`), children attributed by timing (`timing`) or by the agent's own child ids
+//! bound to spawns (`bind`), end signals outside the card
 //! (`end_signals`), cards another link made (`foreign`), and announcements refused (`guards`).
 
+pub(super) mod bind;
 pub(super) mod child_fetch;
 pub(super) mod end_signals;
 pub(super) mod folded;

@@ -39,22 +39,30 @@ impl Engine {
         if open.next().is_some() || only.history_known() {
             return None;
         }
-        only.preset
-            .is_some_and(|p| self.detector.timing_of(p))
-            .then(|| only.id.clone())
+        let preset = only.preset?;
+        // An agent that marks its children's tool calls with its own child id (`child_ref`):
+        // an unmarked one is the parent's (Copilot's `read_agent` while a background child runs).
+        if matches!(kind, "tool_call" | "tool_call_update")
+            && self.detector.marks_child_events(preset)
+        {
+            return None;
+        }
+        self.detector.timing_of(preset).then(|| only.id.clone())
     }
 
-    /// Mark an update attributed by timing, and say so once per child.
+    /// Mark an update attributed by a guess (`attribution`: `timing`, or `inferred` for an
+    /// agent child id bound to the only open spawn), and say so once per child.
     pub(in crate::engine) fn mark_inferred(
         &mut self,
         cid: &ChildId,
         mut update: Value,
+        attribution: &str,
         out: &mut Vec<crate::engine::Action>,
     ) -> Value {
         if let Some(o) = update.as_object_mut() {
             let meta = o.entry("_meta").or_insert_with(|| json!({}));
             if let Some(m) = meta.as_object_mut() {
-                m.insert("acp-proxy".into(), json!({"attribution": "timing"}));
+                m.insert("acp-proxy".into(), json!({ "attribution": attribution }));
             }
         }
         let first = self.reg.get_mut(cid).is_some_and(|c| {
@@ -65,9 +73,15 @@ impl Engine {
             self.note(
                 out,
                 NoteLevel::Info,
-                format!(
-                    "subagent {cid}: events that name no spawn are attributed to it by timing (the only open spawn; inferred, marked in `_meta[\"acp-proxy\"]`)"
-                ),
+                if attribution == "timing" {
+                    format!(
+                        "subagent {cid}: events that name no spawn are attributed to it by timing (the only open spawn; inferred, marked in `_meta[\"acp-proxy\"]`)"
+                    )
+                } else {
+                    format!(
+                        "subagent {cid}: events are attributed to it by an id bound to it as the only open spawn ({attribution}, marked in `_meta[\"acp-proxy\"]`)"
+                    )
+                },
             );
         }
         update

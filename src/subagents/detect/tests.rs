@@ -173,7 +173,12 @@ fn background_launches_and_the_frames_that_end_them() {
         json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"done"},
             "_meta":{"source":source,"backgroundTask":{"toolUseId":"call_2","status":status}}})
     };
-    let end = |u: &Value| d.end_signal(u).map(|e| (e.spawn_id, e.status));
+    let end = |u: &Value| {
+        d.end_signal(u).map(|e| match e.names {
+            EndNames::Spawn(id) => (id, e.status),
+            EndNames::AgentChild(id) => (format!("agent:{id}"), e.status),
+        })
+    };
     assert_eq!(
         end(&notice("background_task_completed", "completed")),
         Some(("call_2".into(), EndStatus::Completed))
@@ -318,4 +323,48 @@ fn regex_only_rules_search_their_explicit_marker() {
     assert_eq!(d.spawn_tool_name(&u).as_deref(), Some("Delegate to scout"));
     let other = json!({"sessionUpdate":"tool_call","toolCallId":"x","title":"Read"});
     assert!(!d.scan(other.to_string().as_bytes()).has(kind::SPAWN));
+}
+
+#[test]
+fn copilot_agent_child_ids_on_events_launches_and_read_agent() {
+    let d = with(&["copilot"]);
+    let child_call = json!({"sessionUpdate":"tool_call","toolCallId":"call_0003","title":"Finding files",
+        "_meta":{"github.com/copilot":{"agentId":"1c51c94e-c24e"}}});
+    let (p, id) = d.child_ref(&child_call).expect("child ref");
+    assert_eq!(id, "1c51c94e-c24e");
+    assert!(d.marks_child_events(p) && d.any_child_ref());
+    assert!(d.scan(child_call.to_string().as_bytes()).has(kind::PARENT));
+    assert_eq!(
+        d.child_ref(&json!({"_meta":{"github.com/copilot":{"agentId":""}}})),
+        None
+    );
+    assert_eq!(d.parent_ref(&child_call), None, "not a spawn's id");
+    let launch = json!({"sessionUpdate":"tool_call_update","toolCallId":"call_0001","status":"completed",
+        "content":[{"type":"content","content":{"type":"text","text":"Agent started in background with agent_id: 1c51c94e-c24e. You'll be notified"}}]});
+    assert!(d.background_of(p, &launch));
+    assert_eq!(
+        d.agent_child_id_of(p, &launch).as_deref(),
+        Some("1c51c94e-c24e")
+    );
+    let sync_end = json!({"sessionUpdate":"tool_call_update","toolCallId":"call_0001","status":"completed",
+        "content":[{"type":"content","content":{"type":"text","text":"SUB-ANSWER: agent_id: 1 was here"}}]});
+    assert_eq!(
+        d.agent_child_id_of(p, &sync_end),
+        None,
+        "only a launch names the id"
+    );
+    let read = |state: &str| {
+        json!({"sessionUpdate":"tool_call_update","toolCallId":"call_0002","status":"completed",
+            "rawOutput":{"content":"…","detailedContent":format!("<agent 1c51c94e-c24e {state}>")}})
+    };
+    for (state, want) in [
+        ("idle", EndStatus::Completed),
+        ("running", EndStatus::Running),
+        ("failed", EndStatus::Failed("failed".into())),
+    ] {
+        let e = d.end_signal(&read(state)).expect("an end");
+        assert_eq!(e.names, EndNames::AgentChild("1c51c94e-c24e".into()));
+        assert_eq!(e.status, want);
+    }
+    assert!(d.scan(read("idle").to_string().as_bytes()).has(kind::END));
 }

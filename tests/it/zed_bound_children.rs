@@ -1,0 +1,190 @@
+//! An agent's own child ids bound to spawns (a preset's `child_ref`), over GitHub Copilot CLI
+//! 1.0.102's real frames: its children's tool calls carry `_meta["github.com/copilot"].agentId`.
+//! A background launch names that id in its result (`agent_id: <id>`), so the id is bound to
+//! the spawn before the child's first event; a sync child's id is bound to the only open spawn
+//! when it first appears (inferred, and marked so); with two spawns open nothing binds it and
+//! the children's tool calls stay in the parent. The main agent's `read_agent` result names the
+//! id too: it ends the background child (a preset `end` rule with `child_id`), and stays the
+//! parent's own tool call.
+//!
+//! The agent frames: `tests/fixtures/e2e/copilot-1.0.102-{one,two,background}.dump.jsonl`
+//! (runs of the e2e kit through this proxy).
+
+use acp_proxy::subagents::ids::child_session_id;
+use serde_json::Value;
+
+use crate::support::engine::{dump_fixture, entry_lines, play, zed_config, Harness, StoreModel};
+
+fn sent(h: &Harness) -> Vec<Value> {
+    h.to_client
+        .iter()
+        .map(|l| serde_json::from_slice(l).expect("json"))
+        .collect()
+}
+
+fn agent_words(lines: &[String]) -> Vec<String> {
+    lines
+        .iter()
+        .filter(|l| l.starts_with("agent:"))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn a_background_childs_events_go_to_its_card_and_read_agent_ends_it() {
+    const PARENT: &str = "7d24e96a-d3f8-4e6d-97fc-8d1d4ab12d52";
+    for scan_ahead in [false, true] {
+        let store = StoreModel::default();
+        let mut h = Harness::with_store(zed_config(), store.clone());
+        h.scan_ahead = scan_ahead;
+        play(
+            &mut h,
+            &dump_fixture("e2e/copilot-1.0.102-background.dump.jsonl"),
+        );
+        let parent = &h.zed.threads[PARENT];
+        assert_eq!(parent.cards().len(), 1);
+        // The parent keeps its own `read_agent` call, completed; the child's `glob` is not there.
+        let calls: Vec<(String, String)> = parent
+            .tool_calls()
+            .map(|t| (t.id.clone(), t.status.clone()))
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                ("call_0001".to_owned(), "completed".to_owned()),
+                ("call_0002".to_owned(), "completed".to_owned())
+            ],
+            "scan ahead {scan_ahead}"
+        );
+        assert_eq!(
+            agent_words(&entry_lines(&parent.entries)),
+            [
+                "agent:I will delegate this.",
+                "agent:MAIN-DONE: alpha reported back."
+            ],
+            "only the main agent's words in the parent"
+        );
+        let card = parent.card("call_0001").expect("card");
+        assert_eq!(card.title, "Survey text files (alpha)");
+        assert_eq!(card.status, "completed");
+        let child = child_session_id(PARENT, "call_0001");
+        h.load_child(&child);
+        assert_eq!(
+            entry_lines(&h.zed.threads[&child].entries),
+            [
+                "user:SUBAGENT:alpha list the text files in the project and report what you find",
+                "agent:Subagent alpha looking around.",
+                "tool:call_0003:completed",
+                "agent:SUB-ANSWER alpha: the project holds a.txt, b.txt.",
+            ]
+        );
+        // Bound by the launch result: the child's tool call is not marked as a guess.
+        assert!(h.notes.iter().any(|n| n
+            .contains("1c51c94e-c24e-4568-a306-b8f27823c0a9 is bound to it (its spawn names it)")));
+        assert!(!sent(&h).iter().any(|v| {
+            v.pointer("/params/update/toolCallId") == Some(&Value::from("call_0003"))
+                && v.pointer("/params/update/_meta/acp-proxy/attribution")
+                    .is_some()
+        }));
+        assert_eq!(
+            store.child(&child).map(|c| c.state.as_str().to_owned()),
+            Some("completed".to_owned()),
+            "read_agent's result ended the child"
+        );
+        assert!(h.zed.rejected.is_empty(), "{:?}", h.zed.rejected);
+    }
+}
+
+#[test]
+fn a_lone_sync_childs_id_is_bound_by_inference_and_marked() {
+    const PARENT: &str = "9c88ed81-6aee-4121-aed3-5333446ac09f";
+    let mut h = Harness::with_store(zed_config(), StoreModel::default());
+    play(&mut h, &dump_fixture("e2e/copilot-1.0.102-one.dump.jsonl"));
+    let child = child_session_id(PARENT, "call_0001");
+    assert!(h
+        .notes
+        .iter()
+        .any(|n| n.contains("is bound to it as the only open spawn (inferred")));
+    assert!(sent(&h).iter().any(|v| {
+        v.pointer("/params/sessionId") == Some(&Value::from(child.as_str()))
+            && v.pointer("/params/update/toolCallId") == Some(&Value::from("call_0002"))
+            && v.pointer("/params/update/_meta/acp-proxy/attribution")
+                == Some(&Value::from("inferred"))
+    }));
+}
+
+#[test]
+fn two_open_spawns_leave_an_unseen_id_unbound() {
+    const PARENT: &str = "a2f9c948-ca2b-45ef-8a30-564262d8fca0";
+    let mut h = Harness::with_store(zed_config(), StoreModel::default());
+    play(&mut h, &dump_fixture("e2e/copilot-1.0.102-two.dump.jsonl"));
+    let parent = h.zed.threads[PARENT].clone();
+    assert_eq!(parent.cards().len(), 2);
+    // Neither child's `glob` can be told apart on the wire: both stay in the parent.
+    assert!(parent.card("call_0003").is_some() && parent.card("call_0004").is_some());
+    assert!(!h.notes.iter().any(|n| n.contains("is bound to it")));
+    for spawn in ["call_0001", "call_0002"] {
+        h.load_child(&child_session_id(PARENT, spawn));
+        let lines = entry_lines(&h.zed.threads[&child_session_id(PARENT, spawn)].entries);
+        assert!(lines[0].starts_with("user:SUBAGENT:"), "{lines:?}");
+        assert!(
+            lines
+                .last()
+                .is_some_and(|l| l.starts_with("agent:SUB-ANSWER")),
+            "{lines:?}"
+        );
+    }
+}
+
+#[test]
+fn a_reopened_parents_replayed_child_calls_go_to_the_child() {
+    // The e2e kit's `one` run as Zed main: live, then the parent reopened by a new proxy
+    // (Copilot replays the spawn, the child's tool call and the spawn's end on the parent).
+    const PARENT: &str = "0778024b-fa79-4594-b7e0-80a231ea6056";
+    let child = child_session_id(PARENT, "call_0001");
+    let thread = [
+        "user:SUBAGENT:alpha list the text files in the project and report what you find",
+        "agent:Subagent alpha looking around.",
+        "tool:call_0002:completed",
+        "agent:SUB-ANSWER alpha: the project holds a.txt, b.txt.",
+    ];
+    let store = StoreModel::default();
+    let mut live = Harness::with_store(zed_config(), store.clone());
+    play(
+        &mut live,
+        &dump_fixture("e2e/copilot-1.0.102-one-live.dump.jsonl"),
+    );
+    assert_eq!(entry_lines(&live.zed.threads[&child].entries), thread);
+    // With the store (the child restored, its thread known) and without it (the replay
+    // makes the child again): either way the replayed `glob` is the child's, not the parent's.
+    for (with_store, store) in [(true, store), (false, StoreModel::default())] {
+        let mut h = Harness::with_store(zed_config(), store);
+        play(
+            &mut h,
+            &dump_fixture("e2e/copilot-1.0.102-one-reopen.dump.jsonl"),
+        );
+        let parent = &h.zed.threads[PARENT];
+        assert_eq!(parent.cards().len(), 1, "store {with_store}");
+        assert!(
+            parent.card("call_0002").is_none(),
+            "store {with_store}: the child's call is not in the parent"
+        );
+        assert!(
+            h.notes
+                .iter()
+                .any(|n| n.contains("is bound to it as the only open spawn")),
+            "store {with_store}: {:?}",
+            h.notes
+        );
+        let lines = entry_lines(&h.zed.threads[&child].entries);
+        if with_store {
+            assert_eq!(lines, thread, "the stored thread, not doubled");
+        } else {
+            assert!(
+                lines.contains(&"tool:call_0002:completed".to_owned()),
+                "{lines:?}"
+            );
+        }
+        assert!(h.zed.rejected.is_empty(), "{:?}", h.zed.rejected);
+    }
+}
