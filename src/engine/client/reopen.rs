@@ -96,12 +96,16 @@ impl Engine {
             .collect();
         missing.sort_by(|a, b| a.spawn_id.cmp(&b.spawn_id));
         let cards: Vec<Value> = missing
-            .into_iter()
+            .iter()
             .map(|c| self.render.synthesized_card(c))
             .collect();
-        for card in cards {
+        let missing: Vec<ChildId> = missing.into_iter().map(|c| c.id.clone()).collect();
+        for (card, cid) in cards.into_iter().zip(missing) {
             out.push(Action::ToClient(write::session_update(session, &card)));
+            let work = self.replayed_work(&cid, true);
+            self.show_replayed(&cid, work, out);
         }
+        self.show_unreplayed(session, out);
         let mut done = Vec::new();
         for child in self.reg.children.values_mut() {
             if child.top_session == session {
@@ -115,6 +119,72 @@ impl Engine {
             self.reopen.cards_shown.remove(&id);
             // Children restored for the replay leave memory again in their turn.
             self.retire(&id);
+        }
+    }
+
+    /// A replay of the parent shows the card of `cid` again: what the flavour shows of the
+    /// child's recorded work with it (the folded view's steps; with `closes`, the card's end),
+    /// for a child whose thread the replay does not bring again and whose card is in the
+    /// reopened session's own thread.
+    pub(in crate::engine) fn replayed_work(&mut self, cid: &ChildId, closes: bool) -> Vec<Value> {
+        match self.reg.get(cid) {
+            Some(c)
+                if c.history_known()
+                    && c.parent == c.top_session
+                    && self.reopen.replaying(&c.top_session) =>
+            {
+                self.render.replayed(c, closes)
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The agent's replay of the parent shows the spawn card of `cid` (a legacy wire): the
+    /// first time in this replay, what the flavour shows of the child's recorded work with it.
+    pub(in crate::engine) fn replayed_spawn(&mut self, cid: &ChildId) -> Vec<Value> {
+        let first = self.reg.get(cid).is_some_and(|c| {
+            c.history_known() && c.agent_child.is_none() && self.reopen.replaying(&c.top_session)
+        }) && self.reopen.show_card(cid);
+        if first {
+            self.replayed_work(cid, false)
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Updates that show a child's recorded work, into its card's thread.
+    pub(in crate::engine) fn show_replayed(
+        &mut self,
+        cid: &ChildId,
+        work: Vec<Value>,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(parent) = self.reg.get(cid).map(|c| c.parent.clone()) else {
+            return;
+        };
+        for update in work {
+            self.emit(&parent, update, out);
+        }
+    }
+
+    /// The replay of `session` ended: the legacy children the store kept for it whose cards
+    /// the agent did not replay (AgentPool replays none), as the flavour shows them, if it does.
+    fn show_unreplayed(&mut self, session: &str, out: &mut Vec<Action>) {
+        let mut unshown: Vec<&Child> = self
+            .reg
+            .children
+            .values()
+            .filter(|c| c.top_session == session && c.parent == session && c.agent_child.is_none())
+            .filter(|c| c.history_known() && !self.reopen.cards_shown.contains(&c.id))
+            .collect();
+        unshown.sort_by(|a, b| a.spawn_id.cmp(&b.spawn_id));
+        let ids: Vec<ChildId> = unshown.into_iter().map(|c| c.id.clone()).collect();
+        for cid in ids {
+            let work = match self.reg.get(&cid) {
+                Some(c) => self.render.unreplayed(c),
+                None => continue,
+            };
+            self.show_replayed(&cid, work, out);
         }
     }
 }
