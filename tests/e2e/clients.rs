@@ -599,14 +599,26 @@ fn claude_legacy_reopen() -> Result<()> {
     let prompt = "SCENARIO:two survey the text files";
     let side = |proxied: bool| -> Result<(Seen, Seen)> {
         let new = setup.acpx_with(kit, proxied, &["sessions", "new"], None, "new")?;
-        let id = new.text.lines().next().unwrap_or("").trim().to_owned();
-        if new.status != Some(0) || id.is_empty() {
+        if new.status != Some(0) {
             bail!(
                 "`acpx sessions new` failed (proxied: {proxied}): {}",
                 new.text
             );
         }
         let turn = setup.acpx_with(kit, proxied, &["prompt", prompt], None, "prompt")?;
+        // The agent's session id as the turn left it (acpx starts a fresh one when the agent
+        // kept none from `sessions new`).
+        let show = setup.acpx_with(kit, proxied, &["sessions", "show"], None, "show")?;
+        let id = show
+            .text
+            .lines()
+            .find_map(|l| l.strip_prefix("sessionId: "))
+            .unwrap_or("")
+            .trim()
+            .to_owned();
+        if id.is_empty() {
+            bail!("no session id (proxied: {proxied}): {}", show.text);
+        }
         // The saved session's agent stops a second after the turn (`--ttl 1`).
         std::thread::sleep(Duration::from_secs(3));
         let reopen = setup.acpx_with(
@@ -622,10 +634,22 @@ fn claude_legacy_reopen() -> Result<()> {
     let (turn, proxied) = side(true)?;
     let mut problems = compare(&raw_turn, &turn, &["alpha", "beta"]);
     if raw.status != Some(0) {
-        problems.push(format!("the raw reopen failed: exit {:?}", raw.status));
+        let err = std::fs::read_to_string(setup.dir.path().join("acpx-raw-reopen.stderr"))
+            .unwrap_or_default();
+        problems.push(format!(
+            "the raw reopen failed: exit {:?}: {err}",
+            raw.status
+        ));
     }
     if raw.status != proxied.status || raw.text.lines().count() != proxied.text.lines().count() {
         problems.push("the reopen shows otherwise through the proxy".into());
+    }
+    // How acpx reopened it, as the proxy's dump recorded: `session/resume`, which Claude
+    // offers (no replay), never `session/load`.
+    let dump = std::fs::read_to_string(setup.dir.path().join("dump-proxy.jsonl"))?;
+    let asked = |method: &str| dump.contains(&format!(r#"\"method\":\"{method}\""#));
+    if !asked("session/resume") || asked("session/load") {
+        problems.push("acpx did not reopen with `session/resume` alone".into());
     }
     report("acpx reopen", &raw, &proxied, &problems)
 }
