@@ -8,13 +8,16 @@
 //! starts and when it ends (with its output), the agent's words as they come, and
 //! `[done] <stop reason>`. The agents: the built-in demo agent, the claude-legacy kit (child
 //! events live) and the gemini kit (no child events on its wire). Ctrl-C is played as a
-//! terminal sends it: SIGINT to the client's whole process group, mid-subagent.
+//! terminal sends it: SIGINT to the client's whole process group, mid-subagent; `acpx cancel`
+//! as its user runs it from a second terminal against a saved session; a saved session is
+//! reopened by a later acpx (and the same parent by the suite's client, `folded.rs`).
 //!
 //! What must hold, for every run: the client's user sees through the proxy at least what
 //! they see without it (every tool call line, with its status; the main agent's words; the
 //! stop reason and the exit status), and, of each subagent, its steps as they happen (each
 //! step of the child ends before its card does), its answer once, never Claude's `agentId:`
-//! footer, and after Ctrl-C the child's finished steps.
+//! footer, after Ctrl-C the child's finished steps, and after `acpx cancel` the card closed with
+//! them.
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -651,7 +654,10 @@ fn claude_legacy_reopen() -> Result<()> {
     if !asked("session/resume") || asked("session/load") {
         problems.push("acpx did not reopen with `session/resume` alone".into());
     }
-    report("acpx reopen", &raw, &proxied, &problems)
+    report("acpx reopen", &raw, &proxied, &problems)?;
+    // What acpx does not show, a client that shows a replay reads (the suite's own client,
+    // which, as acpx, advertises no subagents): the reopened parent as it was live.
+    crate::folded::check("claude-legacy", "two", &["alpha", "beta"])
 }
 
 fn gemini() -> Result<()> {

@@ -82,7 +82,8 @@ impl Engine {
 
     /// The agent finished replaying a parent. Cards the proxy synthesized for standard
     /// children are not in the agent's history unless it replayed the announcements: show
-    /// the missing ones now, so the reopened thread has every card.
+    /// the missing ones now, so the reopened thread has every card (and, in a flavour that
+    /// shows them, the legacy cards the agent did not replay).
     pub(in crate::engine) fn end_replay(&mut self, session: &str, out: &mut Vec<Action>) {
         if !self.reopen.replaying.remove(session) {
             return;
