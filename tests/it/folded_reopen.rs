@@ -2,12 +2,15 @@
 //! subagents, as acpx and Toad): each child the store kept shows again as it did live, its
 //! card with the answer once and its log, and its steps as tool calls of the parent's
 //! thread, whatever the agent replays of it (Claude's legacy wire replays the spawn only,
-//! OpenCode the spawn with the child fetched apart, AgentPool nothing, Codex the standard
-//! announcements and the children's events).
+//! Qwen the spawn and its result, OpenCode the spawn with the child fetched apart, dsh each
+//! card settled at once, AgentPool nothing, Codex the standard announcements and the
+//! children's events).
 
 use acp_proxy::engine::{EngineConfig, SubagentDisplay};
 
-use crate::support::engine::{dump_fixture, play, Harness, StoreModel};
+use serde_json::Value;
+
+use crate::support::engine::{dump_fixture, fixture, play, Harness, StoreModel};
 
 fn folded() -> EngineConfig {
     EngineConfig {
@@ -158,4 +161,73 @@ fn standard_children_reopen_with_their_steps_once() {
     assert_eq!(stored, live, "from the store, as live");
     assert_eq!(bare, live, "from the agent's replay, as live");
     answers_once("stored", &stored, &["alpha", "beta"]);
+}
+
+/// A capture of `tests/fixtures/agents/` and the reload capture made after it (a fresh agent
+/// process replaying the parent), aimed at the live run's session.
+fn agent_captures(
+    live: &str,
+    reload: &str,
+) -> (Vec<(String, Value)>, Vec<(String, Value)>, String) {
+    let live = fixture(live);
+    let reload = fixture(reload);
+    let session = |recs: &[(String, Value)]| {
+        recs.iter()
+            .find_map(|(_, m)| m.pointer("/params/sessionId").and_then(Value::as_str))
+            .map(str::to_owned)
+            .expect("a session")
+    };
+    let (from, to) = (session(&reload), session(&live));
+    let reload = reload
+        .into_iter()
+        .map(|(d, m)| {
+            let m = serde_json::from_str(&m.to_string().replace(&from, &to)).expect("JSON");
+            (d, m)
+        })
+        .collect();
+    (live, reload, to)
+}
+
+#[test]
+fn qwen_foreground_children_reopen_with_their_steps_from_the_store() {
+    // Qwen replays the prompt, the spawn and its result, nothing of the child.
+    let (live_recs, reload, parent) = agent_captures(
+        "agents/qwen-0.24.4-foreground-one-subagent.jsonl",
+        "agents/qwen-0.24.4-foreground-parent-reload.jsonl",
+    );
+    let store = StoreModel::default();
+    let mut h = Harness::with_store(folded(), store.clone());
+    play(&mut h, &live_recs);
+    let live = shown(&h, &parent);
+    assert_eq!(steps(&live).len(), 2, "{live:#?}");
+    let mut h = Harness::with_store(folded(), store);
+    play(&mut h, &reload);
+    assert!(h.zed.rejected.is_empty(), "{:?}", h.zed.rejected);
+    let reopened = shown(&h, &parent);
+    assert_eq!(reopened, live, "from the store, as live");
+}
+
+#[test]
+fn dsh_folded_children_reopen_from_the_store() {
+    // dsh folds each child's work into its card; its replay settles each card at once, plain.
+    use crate::zed_dsh::{parent_replay, PARENT, TRACE};
+    let store = StoreModel::default();
+    let mut h = Harness::with_store(folded(), store.clone());
+    play(&mut h, &fixture(TRACE));
+    let live = shown(&h, PARENT);
+    let mut h = Harness::with_store(folded(), store);
+    play(&mut h, &parent_replay());
+    assert!(h.zed.rejected.is_empty(), "{:?}", h.zed.rejected);
+    let reopened = shown(&h, PARENT);
+    assert_eq!(steps(&live).len(), 3, "{live:#?}");
+    assert_eq!(reopened, live, "from the store, as live");
+    // A card replayed already ended comes after its steps (as live, where each step ends
+    // before its card does).
+    let order: Vec<&str> = h.zed.threads[PARENT]
+        .tool_calls()
+        .map(|t| t.id.as_str())
+        .collect();
+    let at = |id: &str| order.iter().position(|o| *o == id).expect(id);
+    assert!(at("call_c1/call_c1-fold-0") < at("call_c1"), "{order:?}");
+    assert!(at("call_c2/call_c2-fold-0") < at("call_c2"), "{order:?}");
 }
