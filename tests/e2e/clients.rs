@@ -249,19 +249,14 @@ impl Setup {
         let home = self.home.join(run);
         std::fs::create_dir_all(&home)?;
         let mut cmd = Command::new(&node);
-        // `--ttl 1`: a saved session's agent (kept by acpx's queue owner between commands)
-        // stops a second after its last command.
         cmd.arg(&cli)
-            .args([
-                "--approve-all",
-                "--format",
-                "text",
-                "--timeout",
-                "100",
-                "--ttl",
-                "1",
-            ])
-            .arg("--cwd")
+            .args(["--approve-all", "--format", "text", "--timeout", "100"]);
+        if args.first() != Some(&"exec") {
+            // A saved session's agent (kept by acpx's queue owner between commands) stops a
+            // second after its last command.
+            cmd.args(["--ttl", "1"]);
+        }
+        cmd.arg("--cwd")
             .arg(&self.workspace)
             .arg("--agent")
             .arg(self.agent_command(agent, proxied, run))
