@@ -163,15 +163,15 @@ fn standard_children_reopen_with_their_steps_once() {
     answers_once("stored", &stored, &["alpha", "beta"]);
 }
 
+/// A capture's messages as (direction, message).
+type Records = Vec<(String, Value)>;
+
 /// A capture of `tests/fixtures/agents/` and the reload capture made after it (a fresh agent
-/// process replaying the parent), aimed at the live run's session.
-fn agent_captures(
-    live: &str,
-    reload: &str,
-) -> (Vec<(String, Value)>, Vec<(String, Value)>, String) {
+/// process replaying the parent), aimed at the live run's session; and that session.
+fn agent_captures(live: &str, reload: &str) -> (Records, Records, String) {
     let live = fixture(live);
     let reload = fixture(reload);
-    let session = |recs: &[(String, Value)]| {
+    let session = |recs: &Records| {
         recs.iter()
             .find_map(|(_, m)| m.pointer("/params/sessionId").and_then(Value::as_str))
             .map(str::to_owned)
