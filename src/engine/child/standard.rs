@@ -52,6 +52,8 @@ impl Engine {
                         let card = self.render.synthesized_card(child);
                         let parent = child.parent.clone();
                         self.emit(&parent, card, out);
+                        let work = self.replayed_work(&cid, true);
+                        self.show_replayed(&cid, work, out);
                     }
                 }
                 if let Some(t) = str_field(&update, "title") {
@@ -109,6 +111,9 @@ impl Engine {
                 self.reg.insert(child);
                 self.persist_child(&cid, out);
                 self.emit(&parent, card, out);
+                // A child restored from the store: its recorded work with the card.
+                let work = self.replayed_work(&cid, true);
+                self.show_replayed(&cid, work, out);
                 cid
             }
         };

@@ -97,11 +97,12 @@ impl Engine {
 
     /// The agent finished replaying a parent. The cards of the children the proxy knows
     /// (from memory or its store) are in the agent's history only if it replayed them: show
-    /// the missing ones now, so the reopened thread has every card. A standard child's card
-    /// is the proxy's own, so it is always owed; a legacy child's card is the agent's spawn
-    /// tool call, owed only when the agent replayed no spawn at all (AgentPool replays
-    /// nothing, fast-agent only words): an agent that replays spawns brings its cards back
-    /// itself, possibly under new tool call ids, and a second card would double them.
+    /// the missing ones now, so the reopened thread has every card, with what the flavour
+    /// shows of each child's recorded work (the folded view's steps and end). A standard
+    /// child's card is the proxy's own, so it is always owed; a legacy child's card is the
+    /// agent's spawn tool call, owed only when the agent replayed no spawn at all (AgentPool
+    /// replays nothing, fast-agent only words): an agent that replays spawns brings its cards
+    /// back itself, possibly under new tool call ids, and a second card would double them.
     pub(in crate::engine) fn end_replay(&mut self, session: &str, out: &mut Vec<Action>) {
         if !self.reopen.replaying.remove(session) {
             return;
@@ -116,12 +117,23 @@ impl Engine {
             .filter(|c| !self.reopen.cards_shown.contains(&c.id))
             .collect();
         missing.sort_by(|a, b| a.spawn_id.cmp(&b.spawn_id));
-        let cards: Vec<Value> = missing
-            .into_iter()
-            .map(|c| self.render.synthesized_card(c))
-            .collect();
-        for card in cards {
+        let missing: Vec<ChildId> = missing.into_iter().map(|c| c.id.clone()).collect();
+        for cid in missing {
+            let Some(c) = self.reg.get(&cid) else {
+                continue;
+            };
+            if c.agent_child.is_none() {
+                // A flavour that shows a legacy child's work opens its card with it.
+                let work = self.render.unreplayed(c);
+                if !work.is_empty() {
+                    self.show_replayed(&cid, work, out);
+                    continue;
+                }
+            }
+            let card = self.render.synthesized_card(c);
             out.push(Action::ToClient(write::session_update(session, &card)));
+            let work = self.replayed_work(&cid, true);
+            self.show_replayed(&cid, work, out);
         }
         let mut done = Vec::new();
         for child in self.reg.children.values_mut() {
@@ -136,6 +148,51 @@ impl Engine {
             self.reopen.cards_shown.remove(&id);
             // Children restored for the replay leave memory again in their turn.
             self.retire(&id);
+        }
+    }
+
+    /// A replay of the parent shows the card of `cid` again: what the flavour shows of the
+    /// child's recorded work with it (the folded view's steps; with `closes`, the card's end),
+    /// for a child whose thread the replay does not bring again and whose card is in the
+    /// reopened session's own thread.
+    pub(in crate::engine) fn replayed_work(&mut self, cid: &ChildId, closes: bool) -> Vec<Value> {
+        match self.reg.get(cid) {
+            Some(c)
+                if c.history_known()
+                    && c.parent == c.top_session
+                    && self.reopen.replaying(&c.top_session) =>
+            {
+                self.render.replayed(c, closes)
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The agent's replay of the parent shows the spawn card of `cid` (a legacy wire): the
+    /// first time in this replay, what the flavour shows of the child's recorded work with it.
+    pub(in crate::engine) fn replayed_spawn(&mut self, cid: &ChildId) -> Vec<Value> {
+        let first = self.reg.get(cid).is_some_and(|c| {
+            c.history_known() && c.agent_child.is_none() && self.reopen.replaying(&c.top_session)
+        }) && self.reopen.show_card(cid);
+        if first {
+            self.replayed_work(cid, false)
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Updates that show a child's recorded work, into its card's thread.
+    pub(in crate::engine) fn show_replayed(
+        &mut self,
+        cid: &ChildId,
+        work: Vec<Value>,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(parent) = self.reg.get(cid).map(|c| c.parent.clone()) else {
+            return;
+        };
+        for update in work {
+            self.emit(&parent, update, out);
         }
     }
 }

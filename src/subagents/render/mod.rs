@@ -92,6 +92,22 @@ pub trait Render: fmt::Debug + Send {
     /// told of this child is gone.
     fn reopened(&mut self, _child_id: &str) {}
 
+    /// The parent's replay shows the card of a child whose thread is already recorded (kept
+    /// in memory or restored from the store): updates for the parent's thread that show the
+    /// recorded work with it, as it was shown live (the folded view's attributed steps); with
+    /// `closes`, also the card's end, which no frame of the agent's replay will bring (a card
+    /// the proxy synthesized). The flavour rebuilds its view of the child from the thread.
+    fn replayed(&mut self, _child: &Child, _closes: bool) -> Vec<Value> {
+        Vec::new()
+    }
+
+    /// The parent's replay ended without the card of this legacy child (the agent replays
+    /// none of it): updates for the parent's thread that show the card and its recorded work
+    /// from the store, if the flavour does.
+    fn unreplayed(&mut self, _child: &Child) -> Vec<Value> {
+        Vec::new()
+    }
+
     /// Whether the client follows every child's session from its announcement on (its events
     /// go to the client live without a `session/load`).
     fn follows_children(&self) -> bool {

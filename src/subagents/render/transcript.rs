@@ -488,6 +488,38 @@ impl Render for Transcript {
         vec![upd]
     }
 
+    /// The child's steps again, from its recorded thread, with its log rebuilt from it; the
+    /// card's end after them when the agent's replay brings none.
+    fn replayed(&mut self, child: &Child, closes: bool) -> Vec<Value> {
+        self.logs.remove(&child.id);
+        let mut shown = Vec::new();
+        for line in &child.thread {
+            if let Ok(update) = serde_json::from_str::<Value>(line) {
+                shown.extend(self.recorded(child, &update));
+            }
+        }
+        if closes && child.card_is_final() {
+            shown.extend(self.card_update(child, Some(child.state.card_status()), None));
+        }
+        shown
+    }
+
+    /// The card opens, its steps follow, and it ends with the answer and the log: what a
+    /// client saw live, from the store.
+    fn unreplayed(&mut self, child: &Child) -> Vec<Value> {
+        if child.thread.is_empty() {
+            return Vec::new();
+        }
+        let mut card = self.synthesized_card(child);
+        if child.card_is_final() {
+            // Opened as live; the end comes after the steps.
+            card["status"] = json!("in_progress");
+        }
+        let mut shown = vec![card];
+        shown.extend(self.replayed(child, true));
+        shown
+    }
+
     fn forget(&mut self, child_id: &str) {
         self.logs.remove(child_id);
     }
