@@ -127,11 +127,6 @@ impl Engine {
     ) {
         let Some(mut update) = update else { return };
         let is_new = kind == "tool_call";
-        if is_new {
-            if let Some(top) = self.reg.get(cid).map(|c| c.top_session.clone()) {
-                self.reopen.spawn_replayed(&top, cid);
-            }
-        }
         if self.reg.get(cid).is_some_and(|c| c.preset.is_none()) {
             // A child restored from the store: its replayed spawn says which preset it is,
             // and the tool's name (the store keeps neither).
@@ -151,6 +146,12 @@ impl Engine {
         // before the card is (the folded view's log), shown before a card that ends at once.
         let replayed = self.replayed_spawn(cid);
         let replayed_first = matches!(status.as_deref(), Some("completed" | "failed"));
+        // After the folded view took its first look at the replayed card: the card is back.
+        if is_new {
+            if let Some(top) = self.reg.get(cid).map(|c| c.top_session.clone()) {
+                self.reopen.spawn_replayed(&top, cid);
+            }
+        }
         let reading = self.read_spawn_update(preset, &update);
         let keeps_open = preset.is_some_and(|p| self.detector.keeps_background_open(p));
         let unseen = preset.is_some_and(|p| self.detector.child_unseen(p));
