@@ -211,6 +211,56 @@ fn the_engine_api_is_in_its_mod_rs_and_untouched_is_said_in_runs_rs() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// Renderers read the model and return what to send; only the engine writes it. No code in
+/// `subagents/render/` takes a child mutably or reaches the registry of children (its unit
+/// tests, which play the engine's part, aside).
+#[test]
+fn renderers_never_write_the_model() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/subagents/render");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    assert!(files.len() >= 3, "the check saw the renderers ({files:?})");
+    let mut problems = Vec::new();
+    for file in &files {
+        let rel = file
+            .strip_prefix(&root)
+            .expect("under src/subagents/render");
+        let text = code_only(&std::fs::read_to_string(file).expect("read a source file"));
+        // The unit tests sit at the end of a file.
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        for (n, line) in code.lines().enumerate() {
+            let writes = writes_the_model(line);
+            if let Some(what) = writes {
+                problems.push(format!(
+                    "src/subagents/render/{}:{}: {what}",
+                    rel.display(),
+                    n + 1
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// What in one line of code would let a renderer write the model.
+fn writes_the_model(line: &str) -> Option<&'static str> {
+    let squeezed: String = line.split_whitespace().collect::<Vec<_>>().join(" ");
+    if squeezed.contains("&mut Child") || squeezed.contains("&mut crate::subagents::model::Child") {
+        Some("a renderer takes a child mutably")
+    } else if squeezed.contains("Registry") || squeezed.contains("Children") {
+        Some("a renderer reaches the registry of children")
+    } else {
+        None
+    }
+}
+
+#[test]
+fn the_model_check_finds_a_renderer_that_writes() {
+    assert!(writes_the_model("fn child_step(&mut self, child: &mut  Child) {").is_some());
+    assert!(writes_the_model("use crate::subagents::model::Registry;").is_some());
+    assert!(writes_the_model("fn child_step(&mut self, child: &Child) {").is_none());
+}
+
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
         .expect("read a source directory")

@@ -221,7 +221,7 @@ impl Engine {
                 title: title.as_deref(),
                 nested,
             };
-            self.render.child_step(child, &step)
+            stepped_card(self.render.as_mut(), child, &step)
         } else {
             None
         };
@@ -231,6 +231,20 @@ impl Engine {
             self.release_held(agent_session, t, out);
         }
     }
+}
+
+/// The change of an open card for one step of its child: the engine counts a new tool call
+/// into the child's live progress (when the flavour shows it), then the renderer says what
+/// the card shows.
+pub(in crate::engine) fn stepped_card(
+    render: &mut dyn render::Render,
+    child: &mut Child,
+    step: &Step<'_>,
+) -> Option<CardChange> {
+    if step.new_tool_call && render.live_progress() {
+        child.show_step(step.title.map(str::to_owned));
+    }
+    render.child_step(child, step)
 }
 
 /// The card of a child whose card had settled, after more of its work was recorded: when its

@@ -286,7 +286,7 @@ impl Engine {
         if let SpawnStep::Finished(state) = step {
             // A card that showed live progress gets the task's title back.
             retitle = child.finish_card(state);
-        } else if progress && self.render.progress_title(child).is_some() {
+        } else if progress && self.render.live_progress() {
             child.card = Card::Progress;
         }
         // A card update that only carried the folded transcript has nothing left to show.
@@ -353,7 +353,7 @@ impl Engine {
         let n = child.spawn_events;
         child.spawn_events += 1;
         let spawn_id = child.spawn_id.clone();
-        if self.render.progress_title(child).is_some() {
+        if self.render.live_progress() {
             child.show_step(Some(event.title.clone()));
         }
         if n > 0 {

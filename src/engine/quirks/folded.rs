@@ -59,7 +59,7 @@ impl Engine {
                     title: str_field(&update, "title"),
                     nested,
                 };
-                self.render.child_step(child, &step)
+                crate::engine::child::events::stepped_card(self.render.as_mut(), child, &step)
             };
             // On an open card: live progress, paced (AgentPool re-sends its box on every step).
             let (parent, settled) = (child.parent.clone(), child.card_is_final());

@@ -197,7 +197,7 @@ impl Render for Acp {
         update["content"] = Value::Array(items);
     }
 
-    fn child_step(&mut self, _child: &mut Child, _step: &Step<'_>) -> Option<CardChange> {
+    fn child_step(&mut self, _child: &Child, _step: &Step<'_>) -> Option<CardChange> {
         // The client follows the child's own session: no progress to fold into a card.
         None
     }

@@ -1,7 +1,8 @@
 //! What the client sees of a subagent: its spawn card in the parent's thread, in the output
 //! flavour chosen for the client. Every flavour reads the same [model](super::model) and is
 //! reached through [`Render`]; the engine decides *when* a card changes, a renderer *how* it
-//! looks.
+//! looks. A renderer reads the model (`&Child`) and returns what to send; only the engine
+//! writes the model.
 //!
 //! - [`zed`]: Zed's `_meta.subagent_session_info` cards, titled with live progress;
 //! - [`acp`]: standard ACP subagents (`subagent_update`, child sessions, `session_message`),
@@ -62,8 +63,15 @@ pub trait Render: fmt::Debug + Send {
     }
 
     /// The child's thread grew by one event while its card is open (not during a replay):
-    /// the change of the card to show for it, if any.
-    fn child_step(&mut self, child: &mut Child, step: &Step<'_>) -> Option<CardChange>;
+    /// the change of the card to show for it, if any. The engine has already counted the
+    /// step into the child's live progress (when [`Render::live_progress`]).
+    fn child_step(&mut self, child: &Child, step: &Step<'_>) -> Option<CardChange>;
+
+    /// Whether this flavour titles an open card with the child's live progress: the engine
+    /// then counts each new tool call of the child as a step of it.
+    fn live_progress(&self) -> bool {
+        false
+    }
 
     /// The card's title while it shows the child's live progress (`child.progress`), if this
     /// flavour titles cards with it.

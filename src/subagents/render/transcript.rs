@@ -465,7 +465,7 @@ impl Render for Transcript {
     }
 
     /// Fold the child's work into its card, at each step and each new text run.
-    fn child_step(&mut self, child: &mut Child, step: &Step<'_>) -> Option<CardChange> {
+    fn child_step(&mut self, child: &Child, step: &Step<'_>) -> Option<CardChange> {
         let text_run_starts = step.kind == "agent_message_chunk" && step.new_entry;
         (step.new_tool_call || step.tool_status || text_run_starts)
             .then(|| self.card_update(child, None, None).map(CardChange::Update))

@@ -227,11 +227,15 @@ impl Render for Zed {
         self.live_progress.then(|| progress_title(child))
     }
 
-    fn child_step(&mut self, child: &mut Child, step: &Step<'_>) -> Option<CardChange> {
+    fn live_progress(&self) -> bool {
+        self.live_progress
+    }
+
+    fn child_step(&mut self, child: &Child, step: &Step<'_>) -> Option<CardChange> {
         if !(step.new_tool_call && self.live_progress) {
             return None;
         }
-        child.show_step(step.title.map(str::to_owned));
+        // The engine counted the step (`Child::show_step`): the title shows it.
         let title = progress_title(child);
         Some(if step.nested {
             CardChange::Update(card_update(child, None, Some(&title)))
