@@ -51,7 +51,7 @@ use crate::subagents::detect::Detector;
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::{History, Registry};
 use crate::subagents::persist::StoredChild;
-use crate::subagents::render::Render;
+use crate::subagents::render::Output;
 use crate::wire::envelope::{self, Kind, Parsed};
 use crate::wire::keys;
 use crate::wire::read_ahead::{AgentScan, Pre, RunScan, Scanner};
@@ -92,7 +92,7 @@ pub struct Engine {
     detector: Detector,
     reg: Registry,
     /// How cards look for this client (decided with the output flavour).
-    render: Box<dyn Render>,
+    render: Output,
     /// The agent itself supports `session/load` (we advertise it to Zed either way).
     agent_loads: bool,
     agent_name: String,

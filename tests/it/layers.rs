@@ -261,6 +261,50 @@ fn the_model_check_finds_a_renderer_that_writes() {
     assert!(writes_the_model("fn child_step(&mut self, child: &Child) {").is_none());
 }
 
+/// `Render` is a card style (Zed's cards, the folded transcript); standard ACP subagents are
+/// an output of their own, not a card style: `render/acp.rs` implements no `Render`, and the
+/// trait carries none of the standard output's parts.
+#[test]
+fn the_standard_output_is_no_card_style() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/subagents/render");
+    let read =
+        |name: &str| code_only(&std::fs::read_to_string(root.join(name)).expect("read a renderer"));
+    let acp = read("acp.rs");
+    assert!(
+        acp.contains("impl Acp"),
+        "the check found the standard output"
+    );
+    assert!(
+        !acp.contains("impl Render for") && !acp.contains("impl super::Render for"),
+        "render/acp.rs implements Render"
+    );
+    let module = read("mod.rs");
+    let start = module
+        .find("pub trait Render")
+        .expect("render/mod.rs declares Render");
+    let body = &module[start..];
+    let body = &body[..body.find("\n}").expect("the trait's end")];
+    let methods: Vec<&str> = body
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("fn "))
+        .map(|l| l.split('(').next().unwrap_or(""))
+        .collect();
+    assert!(methods.contains(&"card_update"), "{methods:?}");
+    for part in [
+        "announce",
+        "sync",
+        "child_line",
+        "turn_ended",
+        "reopened",
+        "follows_children",
+    ] {
+        assert!(
+            !methods.contains(&part),
+            "Render has the standard output's `{part}`: {methods:?}"
+        );
+    }
+}
+
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
         .expect("read a source directory")

@@ -211,7 +211,7 @@ impl Engine {
         let final_card = child.card_is_final();
         let card = if final_card {
             // A background child keeps working after its card completed: extend its range.
-            settled_card_grown(self.render.as_ref(), child, entries_before)
+            settled_card_grown(&self.render, child, entries_before)
         } else if !replaying && !replay_skip {
             let step = Step {
                 kind: &kind,
@@ -221,7 +221,7 @@ impl Engine {
                 title: title.as_deref(),
                 nested,
             };
-            stepped_card(self.render.as_mut(), child, &step)
+            stepped_card(&mut self.render, child, &step)
         } else {
             None
         };
@@ -237,7 +237,7 @@ impl Engine {
 /// into the child's live progress (when the flavour shows it), then the renderer says what
 /// the card shows.
 pub(in crate::engine) fn stepped_card(
-    render: &mut dyn render::Render,
+    render: &mut render::Output,
     child: &mut Child,
     step: &Step<'_>,
 ) -> Option<CardChange> {
@@ -250,7 +250,7 @@ pub(in crate::engine) fn stepped_card(
 /// The card of a child whose card had settled, after more of its work was recorded: when its
 /// entries grew, its turn ends again and the card's range covers them; otherwise no change.
 pub(in crate::engine) fn settled_card_grown(
-    render: &dyn render::Render,
+    render: &render::Output,
     child: &mut Child,
     entries_before: u32,
 ) -> Option<CardChange> {

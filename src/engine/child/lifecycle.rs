@@ -42,17 +42,20 @@ impl Engine {
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
+        // Only the standard output shows a child apart from its card; once told of the
+        // child, the client follows its session.
+        let Some(standard) = self.render.standard_mut() else {
+            return;
+        };
         let updates = if announce_only {
-            self.render.announce(child)
+            standard.announce(child)
         } else {
-            self.render.sync(child)
+            standard.sync(child)
         };
         if updates.is_empty() {
             return;
         }
-        if self.render.follows_children() {
-            child.view = View::Loaded;
-        }
+        child.view = View::Loaded;
         let parent = child.parent.clone();
         for update in updates {
             self.emit(&parent, update, out);
@@ -155,8 +158,11 @@ impl Engine {
             let Some(child) = self.reg.get(&cid) else {
                 continue;
             };
+            let Some(standard) = self.render.standard_mut() else {
+                return;
+            };
             let parent = child.parent.clone();
-            for update in self.render.turn_ended(child) {
+            for update in standard.turn_ended(child) {
                 self.emit(&parent, update, out);
             }
         }

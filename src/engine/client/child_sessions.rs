@@ -62,7 +62,7 @@ impl Engine {
                             // child's announcement): Zed would reject the notification.
                             continue;
                         }
-                        out.push(Action::ToClient(match self.render.child_line(child, index, update) {
+                        out.push(Action::ToClient(match self.render.standard().and_then(|s| s.child_line(child, index, update)) {
                             Some(line) => write::session_update(sid, &line),
                             None => write::session_update_raw(sid, update),
                         }));

@@ -75,7 +75,9 @@ impl Engine {
             }
             if child.top_session == session {
                 // The client rebuilds the parent's thread: it learns of the child again.
-                self.render.reopened(&child.id);
+                if let Some(standard) = self.render.standard_mut() {
+                    standard.reopened(&child.id);
+                }
             }
         }
     }

@@ -355,12 +355,7 @@ impl Render for Transcript {
     }
 
     /// Status and title if given, the answer (once the card is final) and the log as content.
-    fn card_update(
-        &self,
-        child: &Child,
-        status: Option<&str>,
-        title: Option<&str>,
-    ) -> Option<Value> {
+    fn card_update(&self, child: &Child, status: Option<&str>, title: Option<&str>) -> Value {
         let mut upd = card_base(child, status, title);
         let ended = matches!(status, Some("completed" | "failed"));
         if ended {
@@ -369,7 +364,7 @@ impl Render for Transcript {
         } else if let Some(log) = self.log(child) {
             upd["content"] = content(Some(log), None);
         }
-        Some(upd)
+        upd
     }
 
     fn spawn_update(&self, child: &Child, update: &mut Value, _is_new: bool) {
@@ -468,8 +463,7 @@ impl Render for Transcript {
     fn child_step(&mut self, child: &Child, step: &Step<'_>) -> Option<CardChange> {
         let text_run_starts = step.kind == "agent_message_chunk" && step.new_entry;
         (step.new_tool_call || step.tool_status || text_run_starts)
-            .then(|| self.card_update(child, None, None).map(CardChange::Update))
-            .flatten()
+            .then(|| CardChange::Update(self.card_update(child, None, None)))
     }
 
     /// A foreground card still open when the turn ends: closed with what the child did (a
@@ -488,7 +482,7 @@ impl Render for Transcript {
         vec![upd]
     }
 
-    fn forget(&mut self, child_id: &str) {
+    fn forget(&mut self, child_id: &ChildId) {
         self.logs.remove(child_id);
     }
 

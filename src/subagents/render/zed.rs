@@ -208,15 +208,10 @@ impl Render for Zed {
         synthesized_card(child)
     }
 
-    fn card_update(
-        &self,
-        child: &Child,
-        status: Option<&str>,
-        title: Option<&str>,
-    ) -> Option<Value> {
+    fn card_update(&self, child: &Child, status: Option<&str>, title: Option<&str>) -> Value {
         let mut card = card_update(child, status, title);
         mark_cancelled(child, status, &mut card);
-        Some(card)
+        card
     }
 
     fn spawn_update(&self, child: &Child, update: &mut Value, is_new: bool) {
