@@ -437,7 +437,7 @@ impl Engine {
     /// Children the store kept for a parent session (after a restart).
     pub fn restore(&mut self, children: Vec<StoredChild>) {
         for stored in children {
-            let id = stored.child_id.clone();
+            let id = ChildId::known(stored.child_id.clone());
             client::child_sessions::restore_child(&mut self.reg, stored);
             let reopen = &self.reopen;
             if let Some(child) = self.reg.get_mut(&id) {

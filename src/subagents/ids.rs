@@ -5,11 +5,11 @@
 
 use std::borrow::Borrow;
 use std::fmt;
-use std::ops::Deref;
 
 /// The client-facing id of a child session the proxy made: it names a child, never a session
-/// of the agent's (functions that take one cannot be handed a session id by mistake). Derefs
-/// to the id's text.
+/// of the agent's (functions that take one cannot be handed a session id by mistake). Its
+/// text is [`ChildId::as_str`]; a session id the client names becomes one only through the
+/// registry (`Registry::resolve`) or the store.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(transparent)]
 pub struct ChildId(String);
@@ -30,12 +30,12 @@ impl ChildId {
         known: impl Fn(&str) -> bool,
     ) -> ChildId {
         let current = ChildId::derive(parent_session_id, spawn_tool_call_id);
-        if known(&current) {
+        if known(current.as_str()) {
             return current;
         }
         legacy_child_ids(parent_session_id, spawn_tool_call_id)
             .into_iter()
-            .find(|id| known(id))
+            .find(|id| known(id.as_str()))
             .unwrap_or(current)
     }
 
@@ -46,14 +46,6 @@ impl ChildId {
     }
 
     pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl Deref for ChildId {
-    type Target = str;
-
-    fn deref(&self) -> &str {
         &self.0
     }
 }

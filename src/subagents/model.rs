@@ -443,16 +443,32 @@ impl Registry {
         self.children.insert(child.id.clone(), child);
     }
 
-    pub fn get(&self, id: &str) -> Option<&Child> {
+    pub fn get(&self, id: &ChildId) -> Option<&Child> {
         self.children.get(id)
     }
 
-    pub fn get_mut(&mut self, id: &str) -> Option<&mut Child> {
+    pub fn get_mut(&mut self, id: &ChildId) -> Option<&mut Child> {
         self.children.get_mut(id)
     }
 
-    pub fn contains(&self, id: &str) -> bool {
+    pub fn contains(&self, id: &ChildId) -> bool {
         self.children.contains_key(id)
+    }
+
+    /// The child a session id names, if it names one of the children (a session id the client
+    /// sent, or a child's `parent`): the one way from a session id's text to a [`ChildId`].
+    pub fn resolve(&self, session_id: &str) -> Option<&ChildId> {
+        self.children.get_key_value(session_id).map(|(id, _)| id)
+    }
+
+    /// The child a session id names, if any (see [`Registry::resolve`]).
+    pub fn by_session_id(&self, session_id: &str) -> Option<&Child> {
+        self.children.get(session_id)
+    }
+
+    /// The child a session id names, if any, to change it.
+    pub fn by_session_id_mut(&mut self, session_id: &str) -> Option<&mut Child> {
+        self.children.get_mut(session_id)
     }
 
     pub fn by_spawn(&self, session: &str, spawn_id: &str) -> Option<&ChildId> {
@@ -536,13 +552,13 @@ impl Registry {
     }
 
     /// Forget a child and every lookup that leads to it (it stays in the durable store).
-    pub fn remove(&mut self, id: &str) -> Option<Child> {
+    pub fn remove(&mut self, id: &ChildId) -> Option<Child> {
         let child = self.children.remove(id)?;
         // Only keys still pointing at this child: another may have taken one over since.
         for key in self.keys_of.remove(id).unwrap_or_default() {
             let mut gone = false;
             for map in [&mut self.by_spawn, &mut self.tool_owner] {
-                if map.get(&key).is_some_and(|v| v.as_str() == id) {
+                if map.get(&key).is_some_and(|v| v == id) {
                     map.remove(&key);
                     gone = true;
                 }
@@ -555,7 +571,7 @@ impl Registry {
             if self
                 .by_agent_child
                 .get(agent_child)
-                .is_some_and(|v| v.as_str() == id)
+                .is_some_and(|v| v == id)
             {
                 self.by_agent_child.remove(agent_child);
             }

@@ -305,6 +305,33 @@ fn the_standard_output_is_no_card_style() {
     }
 }
 
+/// A child's id is typed: `ChildId` does not stand in for a `&str` (no `Deref`), and the
+/// registry looks children up by `&ChildId`; a session id's text becomes one only through
+/// `Registry::resolve` (or the store).
+#[test]
+fn child_ids_are_typed() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/subagents");
+    let read = |name: &str| code_only(&std::fs::read_to_string(src.join(name)).expect("read"));
+    let ids = read("ids.rs");
+    assert!(
+        ids.contains("pub struct ChildId("),
+        "the check found ChildId"
+    );
+    assert!(
+        !ids.contains("Deref for ChildId"),
+        "ChildId derefs to its text: any string would do where a child id is asked for"
+    );
+    let model = read("model.rs");
+    for lookup in [
+        "pub fn get(&self, id: &ChildId)",
+        "pub fn get_mut(&mut self, id: &ChildId)",
+        "pub fn contains(&self, id: &ChildId)",
+        "pub fn remove(&mut self, id: &ChildId)",
+    ] {
+        assert!(model.contains(lookup), "the registry lacks `{lookup}`");
+    }
+}
+
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
         .expect("read a source directory")

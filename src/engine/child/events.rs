@@ -56,7 +56,7 @@ impl Engine {
                         .get(cid)
                         .map(|c| c.top_session.clone())
                         .unwrap_or_default();
-                    if self.spawn_allowed(cid, &top, t, out) {
+                    if self.spawn_allowed(cid.as_str(), &top, t, out) {
                         let site = SpawnSite {
                             agent_session: agent_session.to_owned(),
                             parent: cid.to_string(),

@@ -16,8 +16,8 @@ impl Engine {
     /// Put an update into a session's thread: a child's is recorded (and sent live if the
     /// client loaded it), a top-level session's goes to the client.
     pub(in crate::engine) fn emit(&mut self, session: &str, update: Value, out: &mut Vec<Action>) {
-        if self.reg.is_child(session) {
-            self.record_in(session, &update, out);
+        if let Some(cid) = self.reg.resolve(session).cloned() {
+            self.record_in(&cid, &update, out);
         } else {
             if str_field(&update, "sessionUpdate") == Some("tool_call") {
                 if let Some(t) = str_field(&update, "toolCallId") {
@@ -31,7 +31,7 @@ impl Engine {
 
     pub(in crate::engine) fn record_in(
         &mut self,
-        cid: &str,
+        cid: &ChildId,
         update: &Value,
         out: &mut Vec<Action>,
     ) {
@@ -51,7 +51,7 @@ impl Engine {
     /// thread, persist it, and send it live if the client loaded the child.
     pub(in crate::engine) fn record_text_in(
         &mut self,
-        cid: &str,
+        cid: &ChildId,
         kind: &str,
         tool: Option<&str>,
         text: &str,
@@ -107,13 +107,13 @@ impl Engine {
         if child.is_loaded() {
             out.push(Action::ToClient(
                 match (self.render.standard()).and_then(|s| s.child_line(child, index, &text)) {
-                    Some(line) => write::session_update(cid, &line),
-                    None => write::session_update_raw(cid, &text),
+                    Some(line) => write::session_update(cid.as_str(), &line),
+                    None => write::session_update_raw(cid.as_str(), &text),
                 },
             ));
         }
         out.push(Action::Store(StoreOp::AppendUpdate {
-            child_id: cid.to_owned(),
+            child_id: cid.to_string(),
             update: text,
         }));
         if let Some(parent) = shown_in {
@@ -153,10 +153,10 @@ impl Engine {
 
     /// The session the client knows for a child: the child once loaded, else the nearest
     /// loaded ancestor, else the top-level session.
-    pub(in crate::engine) fn visible_session(&self, cid: &str) -> String {
-        let mut cur = cid.to_owned();
+    pub(in crate::engine) fn visible_session(&self, session: &str) -> String {
+        let mut cur = session.to_owned();
         for _ in 0..64 {
-            match self.reg.get(&cur) {
+            match self.reg.by_session_id(&cur) {
                 Some(c) if c.is_loaded() => return cur,
                 Some(c) => cur = c.parent.clone(),
                 None => return cur,

@@ -30,7 +30,7 @@ impl Engine {
         _now: Millis,
         out: &mut Vec<Action>,
     ) {
-        if !self.reg.is_child(sid) {
+        let Some(cid) = self.reg.resolve(sid).cloned() else {
             let loading = matches!(method, "session/load" | "session/resume");
             if loading && !self.reopen.store_tried(sid) {
                 // Not in memory: the durable store may know it (the proxy restarted).
@@ -46,16 +46,16 @@ impl Engine {
                 &format!("acp-proxy: no subagent session `{sid}` is known (it may have been pruned from the store)"),
             )));
             return;
-        }
-        if method == "session/load" && self.agent_replays.pending(sid) {
+        };
+        if method == "session/load" && self.agent_replays.pending(&cid) {
             // The agent is replaying this child for the proxy: answered once that is done.
-            self.agent_replays.hold_load(sid, frame);
+            self.agent_replays.hold_load(&cid, frame);
             return;
         }
         match method {
             "session/load" => {
                 let zed = self.zed();
-                if let Some(child) = self.reg.get_mut(sid) {
+                if let Some(child) = self.reg.get_mut(&cid) {
                     for (index, update) in child.thread.iter().enumerate() {
                         if zed && is_standard_kind(update) {
                             // Recorded for a client that speaks standard subagents (a nested
@@ -72,13 +72,13 @@ impl Engine {
                 out.push(Action::ToClient(write::result(id, &json!({}))));
             }
             "session/resume" => {
-                if let Some(child) = self.reg.get_mut(sid) {
+                if let Some(child) = self.reg.get_mut(&cid) {
                     child.view = View::Loaded;
                 }
                 out.push(Action::ToClient(write::result(id, &json!({}))));
             }
             "session/close" => {
-                if let Some(child) = self.reg.get_mut(sid) {
+                if let Some(child) = self.reg.get_mut(&cid) {
                     child.view = View::Closed;
                 }
                 out.push(Action::ToClient(write::result(id, &json!({}))));
@@ -114,7 +114,7 @@ impl Engine {
 
     /// The client's Stop on a child card.
     fn cancel_child(&mut self, sid: &str, out: &mut Vec<Action>) {
-        let Some(child) = self.reg.get_mut(sid) else {
+        let Some(child) = self.reg.by_session_id_mut(sid) else {
             self.note(
                 out,
                 NoteLevel::Info,
@@ -187,11 +187,11 @@ pub(in crate::engine) fn filter_session_list(reg: &Registry, frame: Bytes) -> By
 
 /// Bring a stored child back into memory (after a restart). What memory holds wins.
 pub(in crate::engine) fn restore_child(reg: &mut Registry, stored: StoredChild) {
-    if reg.contains(&stored.child_id) {
+    if reg.is_child(&stored.child_id) {
         return;
     }
     let agent_child = ids::agent_child_of_spawn(&stored.spawn_tool_call_id).map(str::to_owned);
-    let (parent_agent_session, top_session) = match reg.get(&stored.parent_session_id) {
+    let (parent_agent_session, top_session) = match reg.by_session_id(&stored.parent_session_id) {
         Some(p) => (p.agent_session.clone(), p.top_session.clone()),
         None => (
             stored.parent_session_id.clone(),

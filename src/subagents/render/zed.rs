@@ -72,22 +72,26 @@ pub fn card_update(child: &Child, status: Option<&str>, title: Option<&str>) -> 
 /// is sent at every step of every child).
 pub fn progress_notification(session: &str, child: &Child, title: &str) -> Bytes {
     let turn = child.current_turn();
-    session_update_with(session, 192 + title.len() + child.id.len(), |line| {
-        // Strings and integers serialise into a Vec infallibly.
-        line.extend_from_slice(br#"{"sessionUpdate":"tool_call_update","toolCallId":"#);
-        let _ = serde_json::to_writer(&mut *line, &child.spawn_id);
-        line.extend_from_slice(br#","title":"#);
-        let _ = serde_json::to_writer(&mut *line, title);
-        line.extend_from_slice(br#","_meta":{"subagent_session_info":{"session_id":"#);
-        let _ = serde_json::to_writer(&mut *line, &child.id);
-        line.extend_from_slice(br#","message_start_index":"#);
-        let _ = serde_json::to_writer(&mut *line, &turn.start);
-        if let Some(end) = turn.end {
-            line.extend_from_slice(br#","message_end_index":"#);
-            let _ = serde_json::to_writer(&mut *line, &end);
-        }
-        line.extend_from_slice(b"}}}");
-    })
+    session_update_with(
+        session,
+        192 + title.len() + child.id.as_str().len(),
+        |line| {
+            // Strings and integers serialise into a Vec infallibly.
+            line.extend_from_slice(br#"{"sessionUpdate":"tool_call_update","toolCallId":"#);
+            let _ = serde_json::to_writer(&mut *line, &child.spawn_id);
+            line.extend_from_slice(br#","title":"#);
+            let _ = serde_json::to_writer(&mut *line, title);
+            line.extend_from_slice(br#","_meta":{"subagent_session_info":{"session_id":"#);
+            let _ = serde_json::to_writer(&mut *line, &child.id);
+            line.extend_from_slice(br#","message_start_index":"#);
+            let _ = serde_json::to_writer(&mut *line, &turn.start);
+            if let Some(end) = turn.end {
+                line.extend_from_slice(br#","message_end_index":"#);
+                let _ = serde_json::to_writer(&mut *line, &end);
+            }
+            line.extend_from_slice(b"}}}");
+        },
+    )
 }
 
 /// The live-progress title: `Task · latest activity · N steps`, bounded (no step count
