@@ -437,7 +437,7 @@ impl Engine {
     /// Children the store kept for a parent session (after a restart).
     pub fn restore(&mut self, children: Vec<StoredChild>) {
         for stored in children {
-            let id = ChildId::known(stored.child_id.clone());
+            let id = stored.child_id.clone();
             client::child_sessions::restore_child(&mut self.reg, stored);
             let reopen = &self.reopen;
             if let Some(child) = self.reg.get_mut(&id) {
@@ -463,10 +463,10 @@ impl Engine {
             Parsed::Message(env) => session_of(env.params),
             _ => None,
         };
-        let found = child.as_ref().map(|stored| stored.child_id.clone());
+        let found = child.as_ref().map(|stored| stored.child_id.to_string());
         self.reopen.store_answered(found.into_iter().chain(asked));
         let restored = child.map(|stored| {
-            let id = ChildId::known(stored.child_id.clone());
+            let id = stored.child_id.clone();
             client::child_sessions::restore_child(&mut self.reg, stored);
             id
         });

@@ -113,7 +113,7 @@ impl Engine {
             ));
         }
         out.push(Action::Store(StoreOp::AppendUpdate {
-            child_id: cid.to_string(),
+            child_id: cid.clone(),
             update: text,
         }));
         if let Some(parent) = shown_in {
@@ -127,7 +127,7 @@ impl Engine {
     pub(in crate::engine) fn persist_child(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
         let Some(c) = self.reg.get(cid) else { return };
         out.push(Action::Store(StoreOp::UpsertChild {
-            child_id: c.id.to_string(),
+            child_id: c.id.clone(),
             parent_session_id: c.parent.clone(),
             spawn_tool_call_id: c.spawn_id.clone(),
             agent: self.agent_name.clone(),
@@ -141,11 +141,11 @@ impl Engine {
     pub(in crate::engine) fn persist_state(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
         let Some(c) = self.reg.get(cid) else { return };
         out.push(Action::Store(StoreOp::SetState {
-            child_id: c.id.to_string(),
+            child_id: c.id.clone(),
             state: c.state,
         }));
         out.push(Action::Store(StoreOp::SetIndices {
-            child_id: c.id.to_string(),
+            child_id: c.id.clone(),
             entry_count: c.entries.count(),
             turns: c.turns.clone(),
         }));

@@ -35,7 +35,7 @@ impl Engine {
             if loading && !self.reopen.store_tried(sid) {
                 // Not in memory: the durable store may know it (the proxy restarted).
                 out.push(Action::FetchChild {
-                    child_id: sid.to_owned(),
+                    child_id: ChildId::known(sid.to_owned()),
                     request: frame,
                 });
                 return;
@@ -187,7 +187,7 @@ pub(in crate::engine) fn filter_session_list(reg: &Registry, frame: Bytes) -> By
 
 /// Bring a stored child back into memory (after a restart). What memory holds wins.
 pub(in crate::engine) fn restore_child(reg: &mut Registry, stored: StoredChild) {
-    if reg.is_child(&stored.child_id) {
+    if reg.contains(&stored.child_id) {
         return;
     }
     let agent_child = ids::agent_child_of_spawn(&stored.spawn_tool_call_id).map(str::to_owned);
@@ -214,7 +214,7 @@ pub(in crate::engine) fn restore_child(reg: &mut Registry, stored: StoredChild) 
         top_session,
         spawn_id: stored.spawn_tool_call_id,
     };
-    let mut child = Child::new(ChildId::known(stored.child_id), site, tool_name);
+    let mut child = Child::new(stored.child_id, site, tool_name);
     child.agent_child = agent_child;
     child.title = stored.title.unwrap_or_default();
     child.state = stored.state;
