@@ -49,7 +49,7 @@ use serde_json::Value;
 
 use crate::subagents::detect::Detector;
 use crate::subagents::ids::ChildId;
-use crate::subagents::model::{History, Registry};
+use crate::subagents::model::{Children, History};
 use crate::subagents::persist::StoredChild;
 use crate::subagents::render::Output;
 use crate::wire::envelope::{self, Kind, Parsed};
@@ -90,7 +90,7 @@ pub struct Engine {
     /// Client requests the agent has not answered yet.
     client_requests: PendingRequests,
     detector: Detector,
-    reg: Registry,
+    reg: Children,
     /// How cards look for this client (decided with the output flavour).
     render: Output,
     /// The agent itself supports `session/load` (we advertise it to Zed either way).
@@ -161,7 +161,7 @@ impl Engine {
             mode,
             client_requests: PendingRequests::default(),
             detector,
-            reg: Registry::default(),
+            reg: Children::default(),
             render,
             agent_loads: false,
             agent_name: String::new(),

@@ -9,7 +9,7 @@ use std::fmt;
 /// The client-facing id of a child session the proxy made: it names a child, never a session
 /// of the agent's (functions that take one cannot be handed a session id by mistake). Its
 /// text is [`ChildId::as_str`]; a session id the client names becomes one only through the
-/// registry (`Registry::resolve`) or the store.
+/// registry (`Children::resolve`) or the store.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(transparent)]
 pub struct ChildId(String);

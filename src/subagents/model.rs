@@ -402,10 +402,12 @@ impl Child {
     }
 }
 
-/// Every child of one connection, with the lookups the router needs.
+/// Every child of one connection, with the lookups the engine needs: the one owner of the
+/// children in memory. Its maps are private, so a child and the lookups that lead to it
+/// change together ([`Children::insert`], [`Children::remove`]).
 #[derive(Debug, Default)]
-pub struct Registry {
-    pub children: HashMap<ChildId, Child>,
+pub struct Children {
+    children: HashMap<ChildId, Child>,
     /// (agent session carrying the spawn, spawn tool call id) → child id.
     by_spawn: PairMap<ChildId>,
     /// The agent's own child session id → child id (standard ACP).
@@ -421,7 +423,7 @@ pub struct Registry {
     entry_rules: EntryRules,
 }
 
-impl Registry {
+impl Children {
     /// Count every child's entries by these rules from now on.
     pub fn set_entry_rules(&mut self, rules: EntryRules) {
         self.entry_rules = rules;
@@ -461,7 +463,7 @@ impl Registry {
         self.children.get_key_value(session_id).map(|(id, _)| id)
     }
 
-    /// The child a session id names, if any (see [`Registry::resolve`]).
+    /// The child a session id names, if any (see [`Children::resolve`]).
     pub fn by_session_id(&self, session_id: &str) -> Option<&Child> {
         self.children.get(session_id)
     }
@@ -469,6 +471,53 @@ impl Registry {
     /// The child a session id names, if any, to change it.
     pub fn by_session_id_mut(&mut self, session_id: &str) -> Option<&mut Child> {
         self.children.get_mut(session_id)
+    }
+
+    /// Every child, in no particular order (sort what reaches the output).
+    pub fn iter(&self) -> impl Iterator<Item = &Child> {
+        self.children.values()
+    }
+
+    /// Every child, to change them, in no particular order.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Child> {
+        self.children.values_mut()
+    }
+
+    /// The children of a top-level session, in no particular order.
+    pub fn in_top_session<'a>(&'a self, top_session: &'a str) -> impl Iterator<Item = &'a Child> {
+        self.children
+            .values()
+            .filter(move |c| c.top_session == top_session)
+    }
+
+    /// The ids of the children of a top-level session that `pick` chooses, in the order of
+    /// their spawn ids: the same input gives the same output (the map's order is random per
+    /// process).
+    pub fn ids_in_spawn_order(
+        &self,
+        top_session: &str,
+        pick: impl Fn(&Child) -> bool,
+    ) -> Vec<ChildId> {
+        let mut picked: Vec<(&str, &ChildId)> = self
+            .in_top_session(top_session)
+            .filter(|c| pick(c))
+            .map(|c| (c.spawn_id.as_str(), &c.id))
+            .collect();
+        picked.sort();
+        picked.into_iter().map(|(_, id)| id.clone()).collect()
+    }
+
+    /// Whether a child of `parent` (a child's id as a session) has not finished.
+    pub fn has_unfinished_child_of(&self, parent: &ChildId) -> bool {
+        self.children
+            .values()
+            .any(|c| c.parent == parent.as_str() && !c.state.is_final())
+    }
+
+    /// Take a child out to rebuild it: its lookups stay and lead to it again once it is
+    /// back ([`Children::insert`]).
+    pub fn take(&mut self, id: &ChildId) -> Option<Child> {
+        self.children.remove(id)
     }
 
     pub fn by_spawn(&self, session: &str, spawn_id: &str) -> Option<&ChildId> {

@@ -247,7 +247,7 @@ fn writes_the_model(line: &str) -> Option<&'static str> {
     let squeezed: String = line.split_whitespace().collect::<Vec<_>>().join(" ");
     if squeezed.contains("&mut Child") || squeezed.contains("&mut crate::subagents::model::Child") {
         Some("a renderer takes a child mutably")
-    } else if squeezed.contains("Registry") || squeezed.contains("Children") {
+    } else if squeezed.contains("Children") || squeezed.contains("Children") {
         Some("a renderer reaches the registry of children")
     } else {
         None
@@ -257,7 +257,7 @@ fn writes_the_model(line: &str) -> Option<&'static str> {
 #[test]
 fn the_model_check_finds_a_renderer_that_writes() {
     assert!(writes_the_model("fn child_step(&mut self, child: &mut  Child) {").is_some());
-    assert!(writes_the_model("use crate::subagents::model::Registry;").is_some());
+    assert!(writes_the_model("use crate::subagents::model::Children;").is_some());
     assert!(writes_the_model("fn child_step(&mut self, child: &Child) {").is_none());
 }
 
@@ -307,7 +307,7 @@ fn the_standard_output_is_no_card_style() {
 
 /// A child's id is typed: `ChildId` does not stand in for a `&str` (no `Deref`), and the
 /// registry looks children up by `&ChildId`; a session id's text becomes one only through
-/// `Registry::resolve` (or the store).
+/// `Children::resolve` (or the store).
 #[test]
 fn child_ids_are_typed() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/subagents");
@@ -330,6 +330,26 @@ fn child_ids_are_typed() {
     ] {
         assert!(model.contains(lookup), "the registry lacks `{lookup}`");
     }
+}
+
+/// The children in memory have one owner, `Children`, whose fields are private: a child and
+/// the lookups that lead to it change together, through its methods.
+#[test]
+fn the_children_have_one_owner_with_private_fields() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/subagents/model.rs");
+    let model = code_only(&std::fs::read_to_string(path).expect("read the model"));
+    let start = model
+        .find("pub struct Children {")
+        .expect("the model declares Children");
+    let body = &model[start..];
+    let body = &body[..body.find("\n}").expect("the struct's end")];
+    let fields: Vec<&str> = body.lines().skip(1).map(str::trim).collect();
+    assert!(
+        fields.iter().any(|f| f.starts_with("children:")),
+        "the check read the struct: {fields:?}"
+    );
+    let public: Vec<&&str> = fields.iter().filter(|f| f.starts_with("pub")).collect();
+    assert!(public.is_empty(), "public fields of Children: {public:?}");
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

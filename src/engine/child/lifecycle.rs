@@ -105,21 +105,14 @@ impl Engine {
         frame: &[u8],
         out: &mut Vec<Action>,
     ) {
-        let mut open: Vec<(String, ChildId)> = self
-            .reg
-            .children
-            .values()
-            .filter(|c| c.top_session == session && !c.card_is_final())
-            .map(|c| (c.spawn_id.clone(), c.id.clone()))
-            .collect();
+        let open = self.reg.ids_in_spawn_order(session, |c| !c.card_is_final());
         if open.is_empty() {
             return;
         }
-        open.sort();
         let stop_reason = serde_json::from_slice::<Value>(crate::wire::line_body(frame))
             .ok()
             .and_then(|v| v.pointer("/result/stopReason")?.as_str().map(str::to_owned));
-        for (_, cid) in open {
+        for cid in open {
             let Some(child) = self.reg.get(&cid) else {
                 continue;
             };
@@ -132,29 +125,15 @@ impl Engine {
 
     /// The parent's prompt turn ended: children whose cancel was asked for are cancelled now.
     pub(in crate::engine) fn turn_ended(&mut self, session: &str, out: &mut Vec<Action>) {
-        let mut cancelled: Vec<(String, ChildId)> = self
+        let cancelled = self
             .reg
-            .children
-            .values()
-            .filter(|c| c.top_session == session && c.cancel_asked() && !c.card_is_final())
-            .map(|c| (c.spawn_id.clone(), c.id.clone()))
-            .collect();
-        // In a fixed order (the map's is random per process): the same input gives the same
-        // output.
-        cancelled.sort();
-        for (_, cid) in cancelled {
+            .ids_in_spawn_order(session, |c| c.cancel_asked() && !c.card_is_final());
+        for cid in cancelled {
             self.finish_child(&cid, ChildState::Cancelled, out);
         }
         // What the flavour shows of children still open when the turn is over.
-        let mut open: Vec<(String, ChildId)> = self
-            .reg
-            .children
-            .values()
-            .filter(|c| c.top_session == session && !c.card_is_final())
-            .map(|c| (c.spawn_id.clone(), c.id.clone()))
-            .collect();
-        open.sort();
-        for (_, cid) in open {
+        let open = self.reg.ids_in_spawn_order(session, |c| !c.card_is_final());
+        for cid in open {
             let Some(child) = self.reg.get(&cid) else {
                 continue;
             };
@@ -183,12 +162,7 @@ impl Engine {
             let Some(old) = self.finished.pop_front() else {
                 break;
             };
-            let busy = self.agent_replays.pending(&old)
-                || self
-                    .reg
-                    .children
-                    .values()
-                    .any(|c| c.parent == old.as_str() && !c.state.is_final());
+            let busy = self.agent_replays.pending(&old) || self.reg.has_unfinished_child_of(&old);
             if busy || !self.reg.get(&old).is_some_and(|c| c.state.is_final()) {
                 continue;
             }
@@ -212,12 +186,7 @@ impl Engine {
     ) -> bool {
         let limits = self.cfg.limits;
         let depth = self.reg.depth(parent) + 1;
-        let siblings = self
-            .reg
-            .children
-            .values()
-            .filter(|c| c.top_session == top)
-            .count();
+        let siblings = self.reg.in_top_session(top).count();
         let problem = if depth > limits.max_depth {
             Some(("max_depth", limits.max_depth))
         } else if siblings >= limits.max_subagents_per_session {

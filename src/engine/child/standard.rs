@@ -72,7 +72,7 @@ impl Engine {
             None => {
                 let spawn_id = ids::synthesized_spawn_id(&agent_child);
                 let cid = ChildId::derive_known(&parent, &spawn_id, |id| self.reg.is_child(id));
-                let mut child = match self.reg.children.remove(&cid) {
+                let mut child = match self.reg.take(&cid) {
                     Some(restored) => restored,
                     None => {
                         let site = SpawnSite {

@@ -9,14 +9,14 @@ use serde_json::{json, Value};
 use crate::engine::{Action, ChildCancel, Engine, Millis, NoteLevel};
 use crate::subagents::ids::{self, ChildId};
 use crate::subagents::model::{
-    Cancel, Card, Child, ChildState, Prompt, Registry, SpawnSite, StopRoute, View,
+    Cancel, Card, Child, ChildState, Children, Prompt, SpawnSite, StopRoute, View,
     SYNTHETIC_TOOL_NAME,
 };
 use crate::subagents::persist::StoredChild;
 use crate::wire::{self, write};
 
 /// Whether a session id the client sent names a child (known, or shaped like ours).
-pub(in crate::engine) fn is_child_id(reg: &Registry, sid: &str) -> bool {
+pub(in crate::engine) fn is_child_id(reg: &Children, sid: &str) -> bool {
     reg.is_child(sid) || ids::looks_like_child_id(sid)
 }
 
@@ -162,7 +162,7 @@ fn is_standard_kind(update: &str) -> bool {
 }
 
 /// Remove child sessions from a `session/list` result (they are not top-level threads).
-pub(in crate::engine) fn filter_session_list(reg: &Registry, frame: Bytes) -> Bytes {
+pub(in crate::engine) fn filter_session_list(reg: &Children, frame: Bytes) -> Bytes {
     let Some(mut msg) = wire::parse_value(&frame) else {
         return frame;
     };
@@ -186,7 +186,7 @@ pub(in crate::engine) fn filter_session_list(reg: &Registry, frame: Bytes) -> By
 }
 
 /// Bring a stored child back into memory (after a restart). What memory holds wins.
-pub(in crate::engine) fn restore_child(reg: &mut Registry, stored: StoredChild) {
+pub(in crate::engine) fn restore_child(reg: &mut Children, stored: StoredChild) {
     if reg.contains(&stored.child_id) {
         return;
     }

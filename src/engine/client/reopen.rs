@@ -69,7 +69,7 @@ impl Engine {
             parent_session_id: session.to_owned(),
         });
         // Children already known keep their recorded thread: the replay must not double it.
-        for child in self.reg.children.values_mut() {
+        for child in self.reg.iter_mut() {
             if child.top_session == session && !child.thread.is_empty() {
                 child.history = History::Known;
             }
@@ -91,9 +91,8 @@ impl Engine {
         }
         let mut missing: Vec<&Child> = self
             .reg
-            .children
-            .values()
-            .filter(|c| c.top_session == session && c.parent == session && c.agent_child.is_some())
+            .in_top_session(session)
+            .filter(|c| c.parent == session && c.agent_child.is_some())
             .filter(|c| !self.reopen.cards_shown.contains(&c.id))
             .collect();
         missing.sort_by(|a, b| a.spawn_id.cmp(&b.spawn_id));
@@ -105,7 +104,7 @@ impl Engine {
             out.push(Action::ToClient(write::session_update(session, &card)));
         }
         let mut done = Vec::new();
-        for child in self.reg.children.values_mut() {
+        for child in self.reg.iter_mut() {
             if child.top_session == session {
                 child.history = History::Live;
                 done.push(child.id.clone());

@@ -177,8 +177,7 @@ impl Engine {
     ) -> Option<ChildId> {
         let mut open: Vec<(String, String, ChildId)> = self
             .reg
-            .children
-            .values()
+            .iter()
             .filter(|c| c.agent_session == sid && !c.card_is_final())
             .filter_map(|c| {
                 let k = self.siblings.keys.get(&c.id)?;
