@@ -62,6 +62,35 @@ impl fmt::Display for ChildId {
     }
 }
 
+/// A session id the agent gave to a child of its own (standard ACP subagents: the child's
+/// session on the agent's side). It never names a child the proxy made ([`ChildId`]); the
+/// client never sees it. Looked up by its text where the wire names it (`Borrow<str>`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AgentSessionId(String);
+
+impl AgentSessionId {
+    /// The id as the agent sent it.
+    pub fn new(id: String) -> AgentSessionId {
+        AgentSessionId(id)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Borrow<str> for AgentSessionId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for AgentSessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// Prefix of every child session id the proxy hands out.
 pub const CHILD_ID_PREFIX: &str = "acp-proxy-sub-";
 /// The prefix earlier versions gave child ids (the name of another ACP tool, so it changed);

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::detect::PresetId;
 use super::entries::{key_field, EntryCounter, EntryRules};
 use super::fold::Fold;
-use super::ids::ChildId;
+use super::ids::{AgentSessionId, ChildId};
 
 /// The tool name given to spawn cards the proxy synthesizes (Zed's own name for subagent
 /// spawns).
@@ -196,7 +196,7 @@ pub struct Child {
     pub top_session: String,
     pub spawn_id: String,
     /// The agent's own session id for this child (standard ACP subagents).
-    pub agent_child: Option<String>,
+    pub agent_child: Option<AgentSessionId>,
     /// The agent's name for the spawning tool.
     pub tool_name: String,
     /// The preset that claimed the spawn: the child's later signals are read through it
@@ -411,7 +411,7 @@ pub struct Children {
     /// (agent session carrying the spawn, spawn tool call id) → child id.
     by_spawn: PairMap<ChildId>,
     /// The agent's own child session id → child id (standard ACP).
-    by_agent_child: HashMap<String, ChildId>,
+    by_agent_child: HashMap<AgentSessionId, ChildId>,
     /// (agent session, tool call id) of a child's own tool calls → child id.
     tool_owner: PairMap<ChildId>,
     /// Every tool call id in `by_spawn` and `tool_owner`, for a quick byte test.
@@ -663,7 +663,7 @@ impl Children {
 
     /// Known agent-side ids of children (for filtering `session/list`).
     pub fn agent_child_ids(&self) -> impl Iterator<Item = &str> {
-        self.by_agent_child.keys().map(String::as_str)
+        self.by_agent_child.keys().map(AgentSessionId::as_str)
     }
 
     pub fn len(&self) -> usize {

@@ -307,7 +307,8 @@ fn the_standard_output_is_no_card_style() {
 
 /// A child's id is typed: `ChildId` does not stand in for a `&str` (no `Deref`), and the
 /// registry looks children up by `&ChildId`; a session id's text becomes one only through
-/// `Children::resolve` (or the store).
+/// `Children::resolve` (or the store). The agent's session id of a child is an
+/// `AgentSessionId`.
 #[test]
 fn child_ids_are_typed() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/subagents");
@@ -329,6 +330,13 @@ fn child_ids_are_typed() {
         "pub fn remove(&mut self, id: &ChildId)",
     ] {
         assert!(model.contains(lookup), "the registry lacks `{lookup}`");
+    }
+    // The agent's own session id for a child is typed beside it.
+    for typed in [
+        "pub agent_child: Option<AgentSessionId>,",
+        "by_agent_child: HashMap<AgentSessionId, ChildId>,",
+    ] {
+        assert!(model.contains(typed), "the model lacks `{typed}`");
     }
 }
 

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use crate::engine::{str_field, Action, Engine};
 use crate::subagents::ids;
-use crate::subagents::ids::ChildId;
+use crate::subagents::ids::{AgentSessionId, ChildId};
 use crate::subagents::model::{
     Card, Child, ChildState, Prompt, SpawnSite, StopRoute, SYNTHETIC_TOOL_NAME,
 };
@@ -86,7 +86,7 @@ impl Engine {
                         c
                     }
                 };
-                child.agent_child = Some(agent_child.clone());
+                child.agent_child = Some(AgentSessionId::new(agent_child.clone()));
                 child.agent_session = agent_child.clone();
                 // What the announcement lacks, as the agent's preset reads it (Codex: a short
                 // title and the task, from `description`).

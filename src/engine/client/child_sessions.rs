@@ -7,7 +7,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::engine::{Action, ChildCancel, Engine, Millis, NoteLevel};
-use crate::subagents::ids::{self, ChildId};
+use crate::subagents::ids::{self, AgentSessionId, ChildId};
 use crate::subagents::model::{
     Cancel, Card, Child, ChildState, Children, Prompt, SpawnSite, StopRoute, View,
     SYNTHETIC_TOOL_NAME,
@@ -128,7 +128,7 @@ impl Engine {
         // Shown cancelled only once the agent confirms or the parent's turn ends.
         child.cancel = Cancel::Asked;
         let target = match (&child.agent_child, child.stop_route) {
-            (Some(agent_child), StopRoute::Direct) => Some(agent_child.clone()),
+            (Some(agent_child), StopRoute::Direct) => Some(agent_child.to_string()),
             _ => match self.cfg.zed.child_cancel {
                 ChildCancel::Parent => Some(child.top_session.clone()),
                 ChildCancel::Ignore => None,
@@ -190,7 +190,8 @@ pub(in crate::engine) fn restore_child(reg: &mut Children, stored: StoredChild) 
     if reg.contains(&stored.child_id) {
         return;
     }
-    let agent_child = ids::agent_child_of_spawn(&stored.spawn_tool_call_id).map(str::to_owned);
+    let agent_child = ids::agent_child_of_spawn(&stored.spawn_tool_call_id)
+        .map(|a| AgentSessionId::new(a.to_owned()));
     let (parent_agent_session, top_session) = match reg.by_session_id(&stored.parent_session_id) {
         Some(p) => (p.agent_session.clone(), p.top_session.clone()),
         None => (
@@ -198,7 +199,9 @@ pub(in crate::engine) fn restore_child(reg: &mut Children, stored: StoredChild) 
             stored.parent_session_id.clone(),
         ),
     };
-    let agent_session = agent_child.clone().unwrap_or(parent_agent_session);
+    let agent_session = agent_child
+        .as_ref()
+        .map_or(parent_agent_session, ToString::to_string);
     // Rows from before the store kept it: what a restored card said then.
     let tool_name = stored.tool_name.unwrap_or_else(|| {
         if agent_child.is_some() {
