@@ -562,7 +562,7 @@ impl Children {
         self.tool_owner.insert(key, child.clone());
     }
 
-    /// Whether the client-facing id names an agent session (not one of ours).
+    /// Whether a session id names one of the children (see [`Children::resolve`]).
     pub fn is_child(&self, id: &str) -> bool {
         self.children.contains_key(id)
     }

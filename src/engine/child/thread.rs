@@ -106,7 +106,11 @@ impl Engine {
         child.record_kind(kind, key, text.clone());
         if child.is_loaded() {
             out.push(Action::ToClient(
-                match (self.render.standard()).and_then(|s| s.child_line(child, index, &text)) {
+                match self
+                    .render
+                    .standard()
+                    .and_then(|s| s.child_line(child, index, &text))
+                {
                     Some(line) => write::session_update(cid.as_str(), &line),
                     None => write::session_update_raw(cid.as_str(), &text),
                 },
