@@ -211,15 +211,18 @@ pub struct Child {
     pub thread: Vec<Arc<str>>,
     pub entries: EntryCounter,
     pub turns: Vec<TurnRange>,
-    pub card: Card,
+    /// What the card shows; changed only by the transitions below.
+    card: Card,
     pub progress: Progress,
     pub view: View,
     pub stop_route: StopRoute,
-    pub cancel: Cancel,
+    /// Changed only by [`Child::ask_cancel`] and [`Child::reopen_card`].
+    cancel: Cancel,
     pub prompt: Prompt,
     pub run: Run,
     pub history: History,
-    pub tracking: Tracking,
+    /// Changed only by [`Child::pass_through`].
+    tracking: Tracking,
     /// Message ids of standard `session_message`s already recorded (they arrive twice).
     pub seen_messages: Vec<String>,
     /// The task read from a standard announcement, recorded as the prompt when the child's
@@ -284,6 +287,37 @@ impl Child {
     /// Whether the spawn card has its final status.
     pub fn card_is_final(&self) -> bool {
         self.card == Card::Final
+    }
+
+    /// What the spawn card shows.
+    pub fn card(&self) -> Card {
+        self.card
+    }
+
+    /// The card shows the child's live progress (its steps so far) as its title.
+    pub fn show_progress(&mut self) {
+        self.card = Card::Progress;
+    }
+
+    /// A child brought back from the store in `state`: a final state means the card was final
+    /// when it was stored.
+    pub fn restore_state(&mut self, state: ChildState) {
+        self.state = state;
+        if state.is_final() {
+            self.card = Card::Final;
+        }
+    }
+
+    /// The client asked to stop the child: it is shown cancelled only once the agent confirms
+    /// or the parent's turn ends.
+    pub fn ask_cancel(&mut self) {
+        self.cancel = Cancel::Asked;
+    }
+
+    /// The child went over a limit: from now on its events pass through to the parent
+    /// unmodelled.
+    pub fn pass_through(&mut self) {
+        self.tracking = Tracking::PassThrough;
     }
 
     /// Live progress: one more step, titled `activity`; the card now shows it.

@@ -341,23 +341,40 @@ fn child_ids_are_typed() {
 }
 
 /// The children in memory have one owner, `Children`, whose fields are private: a child and
-/// the lookups that lead to it change together, through its methods.
+/// the lookups that lead to it change together, through its methods. A child's card, its
+/// cancel and whether it is modelled change only through the child's transitions.
 #[test]
-fn the_children_have_one_owner_with_private_fields() {
+fn the_children_have_one_owner_and_cards_change_by_transitions() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/subagents/model.rs");
     let model = code_only(&std::fs::read_to_string(path).expect("read the model"));
-    let start = model
-        .find("pub struct Children {")
-        .expect("the model declares Children");
-    let body = &model[start..];
-    let body = &body[..body.find("\n}").expect("the struct's end")];
-    let fields: Vec<&str> = body.lines().skip(1).map(str::trim).collect();
+    let children = struct_fields(&model, "pub struct Children {");
     assert!(
-        fields.iter().any(|f| f.starts_with("children:")),
-        "the check read the struct: {fields:?}"
+        children.iter().any(|f| f.starts_with("children:")),
+        "the check read the struct: {children:?}"
     );
-    let public: Vec<&&str> = fields.iter().filter(|f| f.starts_with("pub")).collect();
+    let public: Vec<&String> = children.iter().filter(|f| f.starts_with("pub")).collect();
     assert!(public.is_empty(), "public fields of Children: {public:?}");
+    let child = struct_fields(&model, "pub struct Child {");
+    for private in ["card: Card,", "cancel: Cancel,", "tracking: Tracking,"] {
+        assert!(
+            child.iter().any(|f| f == private),
+            "Child's `{private}` is not a private field: {child:?}"
+        );
+    }
+}
+
+/// The field lines of the struct declared by `head` in `code`.
+fn struct_fields(code: &str, head: &str) -> Vec<String> {
+    let start = code
+        .find(head)
+        .unwrap_or_else(|| panic!("`{head}` declared"));
+    let body = &code[start..];
+    let body = &body[..body.find("\n}").expect("the struct's end")];
+    body.lines()
+        .skip(1)
+        .map(|l| l.trim().to_owned())
+        .filter(|l| !l.is_empty())
+        .collect()
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

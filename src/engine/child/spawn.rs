@@ -287,7 +287,7 @@ impl Engine {
             // A card that showed live progress gets the task's title back.
             retitle = child.finish_card(state);
         } else if progress && self.render.live_progress() {
-            child.card = Card::Progress;
+            child.show_progress();
         }
         // A card update that only carried the folded transcript has nothing left to show.
         let empty = folded.is_some()
@@ -301,7 +301,7 @@ impl Engine {
         if retitle || agents_title.is_some() || reading.preset_title.is_some() || is_new || progress
         {
             // The title the card shows: the task's, or its live progress.
-            let shown = match child.card {
+            let shown = match child.card() {
                 Card::Progress => self.render.progress_title(child),
                 _ => None,
             };
@@ -417,7 +417,6 @@ fn unseen_end(completed: bool, update: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::subagents::model::Cancel;
 
     fn child(state: ChildState, run: Run) -> Child {
         let site = SpawnSite {
@@ -479,7 +478,7 @@ mod tests {
             );
         }
         let mut cancelled = child(ChildState::Running, Run::Foreground);
-        cancelled.cancel = Cancel::Asked;
+        cancelled.ask_cancel();
         assert_eq!(
             spawn_step(&cancelled, Some("failed"), false),
             Finished(ChildState::Cancelled)

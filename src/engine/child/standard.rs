@@ -58,7 +58,7 @@ impl Engine {
                     let child = self.reg.get_mut(&cid);
                     if let Some(child) = child.filter(|c| c.title != t) {
                         child.title = t.to_owned();
-                        let card = (child.card != Card::Progress)
+                        let card = (child.card() != Card::Progress)
                             .then(|| self.render.card_update(child, None, Some(t)))
                             .flatten();
                         let parent = child.parent.clone();

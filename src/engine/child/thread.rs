@@ -8,7 +8,6 @@ use serde_json::Value;
 use crate::engine::{str_field, Action, Engine, NoteLevel};
 use crate::subagents::entries::key_field;
 use crate::subagents::ids::ChildId;
-use crate::subagents::model::Tracking;
 use crate::subagents::persist::StoreOp;
 use crate::wire::write;
 
@@ -66,7 +65,7 @@ impl Engine {
             return;
         }
         if child.bytes + text.len() > max {
-            child.tracking = Tracking::PassThrough;
+            child.pass_through();
             let msg = format!(
                 "subagent {cid}: transcript reached max_transcript_bytes ({max}); its further events pass through to the parent unchanged"
             );

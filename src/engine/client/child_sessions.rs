@@ -9,8 +9,7 @@ use serde_json::{json, Value};
 use crate::engine::{Action, ChildCancel, Engine, Millis, NoteLevel};
 use crate::subagents::ids::{self, AgentSessionId, ChildId};
 use crate::subagents::model::{
-    Cancel, Card, Child, ChildState, Children, Prompt, SpawnSite, StopRoute, View,
-    SYNTHETIC_TOOL_NAME,
+    Child, ChildState, Children, Prompt, SpawnSite, StopRoute, View, SYNTHETIC_TOOL_NAME,
 };
 use crate::subagents::persist::StoredChild;
 use crate::wire::{self, write};
@@ -126,7 +125,7 @@ impl Engine {
             return;
         }
         // Shown cancelled only once the agent confirms or the parent's turn ends.
-        child.cancel = Cancel::Asked;
+        child.ask_cancel();
         let target = match (&child.agent_child, child.stop_route) {
             (Some(agent_child), StopRoute::Direct) => Some(agent_child.to_string()),
             _ => match self.cfg.zed.child_cancel {
@@ -220,10 +219,7 @@ pub(in crate::engine) fn restore_child(reg: &mut Children, stored: StoredChild) 
     let mut child = Child::new(stored.child_id, site, tool_name);
     child.agent_child = agent_child;
     child.title = stored.title.unwrap_or_default();
-    child.state = stored.state;
-    if child.state.is_final() {
-        child.card = Card::Final;
-    }
+    child.restore_state(stored.state);
     if !stored.updates.is_empty() {
         child.prompt = Prompt::Recorded;
     }
