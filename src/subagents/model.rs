@@ -206,7 +206,8 @@ pub struct Child {
     pub title: String,
     /// What else the preset knows of the task (the agent type, say); not stored.
     pub description: Option<String>,
-    pub state: ChildState,
+    /// Changed only by the transitions below.
+    state: ChildState,
     /// The child's updates in order, as the exact JSON the proxy replays.
     pub thread: Vec<Arc<str>>,
     pub entries: EntryCounter,
@@ -219,7 +220,8 @@ pub struct Child {
     /// Changed only by [`Child::ask_cancel`] and [`Child::reopen_card`].
     cancel: Cancel,
     pub prompt: Prompt,
-    pub run: Run,
+    /// Changed only by [`Child::run_in_background`].
+    run: Run,
     pub history: History,
     /// Changed only by [`Child::pass_through`].
     tracking: Tracking,
@@ -292,6 +294,32 @@ impl Child {
     /// What the spawn card shows.
     pub fn card(&self) -> Card {
         self.card
+    }
+
+    /// Where the child is in its life.
+    pub fn state(&self) -> ChildState {
+        self.state
+    }
+
+    /// How the child runs beside its spawn tool call.
+    pub fn run(&self) -> Run {
+        self.run
+    }
+
+    /// The child's work started (or goes on): it is running.
+    pub fn start(&mut self) {
+        self.state = ChildState::Running;
+    }
+
+    /// The child ended in `state` after its card already had its final status (a card the
+    /// agent completed at the launch): only its state is left to settle.
+    pub fn settle(&mut self, state: ChildState) {
+        self.state = state;
+    }
+
+    /// The child runs on after its spawn tool call completed (a background agent).
+    pub fn run_in_background(&mut self) {
+        self.run = Run::Background;
     }
 
     /// The card shows the child's live progress (its steps so far) as its title.

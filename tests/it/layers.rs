@@ -341,8 +341,9 @@ fn child_ids_are_typed() {
 }
 
 /// The children in memory have one owner, `Children`, whose fields are private: a child and
-/// the lookups that lead to it change together, through its methods. A child's card, its
-/// cancel and whether it is modelled change only through the child's transitions.
+/// the lookups that lead to it change together, through its methods. A child's lifecycle (its
+/// state, how it runs, its card, its cancel, whether it is modelled) changes only through the
+/// child's transitions.
 #[test]
 fn the_children_have_one_owner_and_cards_change_by_transitions() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/subagents/model.rs");
@@ -355,7 +356,13 @@ fn the_children_have_one_owner_and_cards_change_by_transitions() {
     let public: Vec<&String> = children.iter().filter(|f| f.starts_with("pub")).collect();
     assert!(public.is_empty(), "public fields of Children: {public:?}");
     let child = struct_fields(&model, "pub struct Child {");
-    for private in ["card: Card,", "cancel: Cancel,", "tracking: Tracking,"] {
+    for private in [
+        "state: ChildState,",
+        "run: Run,",
+        "card: Card,",
+        "cancel: Cancel,",
+        "tracking: Tracking,",
+    ] {
         assert!(
             child.iter().any(|f| f == private),
             "Child's `{private}` is not a private field: {child:?}"

@@ -174,8 +174,8 @@ impl Engine {
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
-        if child.state == ChildState::Announced {
-            child.state = ChildState::Running;
+        if child.state() == ChildState::Announced {
+            child.start();
         }
         let replay_skip = child.history_known();
         let new_step = kind == "tool_call"

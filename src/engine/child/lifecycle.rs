@@ -152,7 +152,7 @@ impl Engine {
     /// child already waiting in the queue (one restored from the store, or finished earlier
     /// on this connection) keeps its place.
     pub(in crate::engine) fn retire(&mut self, cid: &ChildId) {
-        if !self.reg.get(cid).is_some_and(|c| c.state.is_final())
+        if !self.reg.get(cid).is_some_and(|c| c.state().is_final())
             || self.finished.iter().any(|f| f == cid)
         {
             return;
@@ -163,7 +163,7 @@ impl Engine {
                 break;
             };
             let busy = self.agent_replays.pending(&old) || self.reg.has_unfinished_child_of(&old);
-            if busy || !self.reg.get(&old).is_some_and(|c| c.state.is_final()) {
+            if busy || !self.reg.get(&old).is_some_and(|c| c.state().is_final()) {
                 continue;
             }
             self.reg.remove(&old);

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use crate::engine::{str_field, Action, Engine};
 use crate::subagents::detect::{PresetId, SpawnEvent};
 use crate::subagents::ids::ChildId;
-use crate::subagents::model::{Card, Child, ChildState, Prompt, Run, SpawnSite};
+use crate::subagents::model::{Card, Child, ChildState, Prompt, SpawnSite};
 use crate::subagents::render::{self, CardChange};
 
 /// What one update of a spawn card changes, read before the card is touched.
@@ -56,7 +56,7 @@ fn spawn_step(child: &Child, status: Option<&str>, keeps_open: bool) -> SpawnSte
                 SpawnStep::Finished(ChildState::Failed)
             }
         }
-        Some("pending" | "in_progress") if child.state == ChildState::Announced => {
+        Some("pending" | "in_progress") if child.state() == ChildState::Announced => {
             SpawnStep::Started
         }
         _ => SpawnStep::Refined,
@@ -81,7 +81,7 @@ impl Engine {
             }
             None => {
                 let mut child = Child::new(id.clone(), site, tool_name);
-                child.state = ChildState::Running;
+                child.start();
                 child.preset = Some(preset);
                 self.reg.insert(child);
                 self.persist_child(&id, out);
@@ -196,14 +196,14 @@ impl Engine {
             child.description = Some(d.clone());
         }
         if reading.background {
-            child.run = Run::Background;
+            child.run_in_background();
         }
         let status = str_field(&update, "status").map(str::to_owned);
         let completed = status.as_deref() == Some("completed");
         let ended = matches!(status.as_deref(), Some("completed" | "failed"));
         let step = spawn_step(child, status.as_deref(), keeps_open);
         if step == SpawnStep::Started {
-            child.state = ChildState::Running;
+            child.start();
         }
         let (finished, launched) = (
             matches!(step, SpawnStep::Finished(_)),
@@ -417,6 +417,7 @@ fn unseen_end(completed: bool, update: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::subagents::model::Run;
 
     fn child(state: ChildState, run: Run) -> Child {
         let site = SpawnSite {
@@ -426,8 +427,12 @@ mod tests {
             spawn_id: "t".into(),
         };
         let mut c = Child::new(ChildId::derive("s", "t"), site, "Task".into());
-        c.state = state;
-        c.run = run;
+        if state == ChildState::Running {
+            c.start();
+        }
+        if run == Run::Background {
+            c.run_in_background();
+        }
         c
     }
 
@@ -474,7 +479,7 @@ mod tests {
                 spawn_step(c, status, keeps_open),
                 want,
                 "{status:?} keeps_open={keeps_open} {:?}",
-                c.run
+                c.run()
             );
         }
         let mut cancelled = child(ChildState::Running, Run::Foreground);

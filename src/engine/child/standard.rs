@@ -82,7 +82,7 @@ impl Engine {
                             spawn_id,
                         };
                         let mut c = Child::new(cid.clone(), site, SYNTHETIC_TOOL_NAME.into());
-                        c.state = ChildState::Running;
+                        c.start();
                         c
                     }
                 };

@@ -137,7 +137,7 @@ impl Engine {
             cwd: c.cwd.clone(),
             title: (!c.title.is_empty()).then(|| c.title.clone()),
             tool_name: Some(c.tool_name.clone()),
-            state: c.state,
+            state: c.state(),
         }));
     }
 
@@ -145,7 +145,7 @@ impl Engine {
         let Some(c) = self.reg.get(cid) else { return };
         out.push(Action::Store(StoreOp::SetState {
             child_id: c.id.clone(),
-            state: c.state,
+            state: c.state(),
         }));
         out.push(Action::Store(StoreOp::SetIndices {
             child_id: c.id.clone(),

@@ -121,7 +121,7 @@ impl Engine {
             );
             return;
         };
-        if child.card_is_final() && child.state != ChildState::Running {
+        if child.card_is_final() && child.state() != ChildState::Running {
             return;
         }
         // Shown cancelled only once the agent confirms or the parent's turn ends.

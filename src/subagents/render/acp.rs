@@ -35,8 +35,8 @@ enum Shown {
 
 impl Shown {
     fn of(child: &Child) -> Shown {
-        if child.state.is_final() {
-            Shown::Idle(child.state)
+        if child.state().is_final() {
+            Shown::Idle(child.state())
         } else {
             Shown::Running
         }
@@ -175,7 +175,7 @@ impl Acp {
         }
         let mut upd = card_base(child, Some(status), title);
         let mut content = vec![session_ref(child)];
-        if child.state == ChildState::Cancelled {
+        if child.state() == ChildState::Cancelled {
             content
                 .push(json!({"type": "content", "content": {"type": "text", "text": "Cancelled"}}));
         }
@@ -303,7 +303,7 @@ impl Acp {
     /// The parent's prompt turn ended while the child is open: a foreground child whose end
     /// was never reported is in an unknown state now.
     pub fn turn_ended(&mut self, child: &Child) -> Vec<Value> {
-        if child.state.is_final() || child.run == Run::Background {
+        if child.state().is_final() || child.run() == Run::Background {
             return Vec::new();
         }
         let Some(told) = self.told.get_mut(&child.id) else {
@@ -417,7 +417,7 @@ mod tests {
             "Agent".into(),
         );
         c.title = "Task".into();
-        c.state = ChildState::Running;
+        c.start();
         c
     }
 

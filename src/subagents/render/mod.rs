@@ -271,7 +271,7 @@ pub fn card_base(child: &Child, status: Option<&str>, title: Option<&str>) -> Va
 /// A final card of a cancelled child says so: Zed shows the first text content of a failed
 /// card as its error.
 pub fn mark_cancelled(child: &Child, status: Option<&str>, card: &mut Value) {
-    if status.is_some() && child.state == ChildState::Cancelled {
+    if status.is_some() && child.state() == ChildState::Cancelled {
         card["content"] =
             json!([{"type": "content", "content": {"type": "text", "text": "Cancelled"}}]);
     }
@@ -284,7 +284,7 @@ pub fn synthesized_base(child: &Child) -> Value {
         "toolCallId": child.spawn_id,
         "title": child.title,
         "kind": "other",
-        "status": child.state.card_status(),
+        "status": child.state().card_status(),
     })
 }
 

@@ -359,7 +359,7 @@ impl Render for Transcript {
         let mut upd = card_base(child, status, title);
         let ended = matches!(status, Some("completed" | "failed"));
         if ended {
-            let note = (child.state == ChildState::Cancelled).then_some("Cancelled");
+            let note = (child.state() == ChildState::Cancelled).then_some("Cancelled");
             upd["content"] = self.final_content(child, note);
         } else if let Some(log) = self.log(child) {
             upd["content"] = content(Some(log), None);
