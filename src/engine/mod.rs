@@ -91,7 +91,8 @@ pub struct Engine {
     client_requests: PendingRequests,
     detector: Detector,
     reg: Children,
-    /// How cards look for this client (decided with the output flavour).
+    /// What this client is shown of subagents: cards in a style, or standard subagents
+    /// (decided with the output flavour).
     render: Output,
     /// The agent itself supports `session/load` (we advertise it to Zed either way).
     agent_loads: bool,
