@@ -439,7 +439,7 @@ impl Replayer {
                     let child = self
                         .store
                         .flush()
-                        .and_then(|_| self.store.child(&child_id))
+                        .and_then(|_| self.store.child(child_id.as_str()))
                         .unwrap_or_else(|e| {
                             self.report
                                 .warnings

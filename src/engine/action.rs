@@ -2,6 +2,7 @@
 
 use bytes::Bytes;
 
+use crate::subagents::ids::ChildId;
 use crate::subagents::persist::StoreOp;
 
 /// What the shell must do, in order.
@@ -27,7 +28,7 @@ pub enum Action {
     /// [`Engine::restore`](super::Engine::restore) before carrying out the next action.
     FetchChildren { parent_session_id: String },
     /// Look up one stored child and hand it to [`Engine::child_fetched`](super::Engine::child_fetched) with this request.
-    FetchChild { child_id: String, request: Bytes },
+    FetchChild { child_id: ChildId, request: Bytes },
 }
 
 /// A diagnostic from the engine.

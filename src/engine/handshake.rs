@@ -10,22 +10,22 @@ use crate::subagents::entries::EntryRules;
 use crate::subagents::render::acp::Acp;
 use crate::subagents::render::transcript::Transcript;
 use crate::subagents::render::zed::Zed;
-use crate::subagents::render::Render;
+use crate::subagents::render::Output;
 use crate::subagents::select::AgentInfo;
 use crate::wire::{self, write};
 
-/// The renderer of an output flavour (Zed's cards until the client's `initialize` chose).
-pub(super) fn renderer_for(mode: Option<Mode>, cfg: &EngineConfig) -> Box<dyn Render> {
+/// The output of a flavour (Zed's cards until the client's `initialize` chose).
+pub(super) fn renderer_for(mode: Option<Mode>, cfg: &EngineConfig) -> Output {
     match mode {
-        Some(Mode::Transcript) => Box::new(Transcript::new(
+        Some(Mode::Transcript) => Output::Cards(Box::new(Transcript::new(
             cfg.presets
                 .set()
                 .iter()
                 .flat_map(|p| p.boilerplate.iter().cloned())
                 .collect(),
-        )),
-        Some(Mode::Acp) => Box::new(Acp::default()),
-        _ => Box::new(Zed::new(cfg.zed.live_progress)),
+        ))),
+        Some(Mode::Acp) => Output::Standard(Acp::default()),
+        _ => Output::Cards(Box::new(Zed::new(cfg.zed.live_progress))),
     }
 }
 

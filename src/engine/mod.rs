@@ -49,9 +49,9 @@ use serde_json::Value;
 
 use crate::subagents::detect::Detector;
 use crate::subagents::ids::ChildId;
-use crate::subagents::model::{History, Registry};
+use crate::subagents::model::{Children, History};
 use crate::subagents::persist::StoredChild;
-use crate::subagents::render::Render;
+use crate::subagents::render::Output;
 use crate::wire::envelope::{self, Kind, Parsed};
 use crate::wire::keys;
 use crate::wire::read_ahead::{AgentScan, Pre, RunScan, Scanner};
@@ -91,9 +91,10 @@ pub struct Engine {
     /// Client requests the agent has not answered yet.
     client_requests: PendingRequests,
     detector: Detector,
-    reg: Registry,
-    /// How cards look for this client (decided with the output flavour).
-    render: Box<dyn Render>,
+    reg: Children,
+    /// What this client is shown of subagents: cards in a style, or standard subagents
+    /// (decided with the output flavour).
+    render: Output,
     /// The agent itself supports `session/load` (we advertise it to Zed either way).
     agent_loads: bool,
     agent_name: String,
@@ -164,7 +165,7 @@ impl Engine {
             mode,
             client_requests: PendingRequests::default(),
             detector,
-            reg: Registry::default(),
+            reg: Children::default(),
             render,
             agent_loads: false,
             agent_name: String::new(),
@@ -474,10 +475,10 @@ impl Engine {
             Parsed::Message(env) => session_of(env.params),
             _ => None,
         };
-        let found = child.as_ref().map(|stored| stored.child_id.clone());
+        let found = child.as_ref().map(|stored| stored.child_id.to_string());
         self.reopen.store_answered(found.into_iter().chain(asked));
         let restored = child.map(|stored| {
-            let id = ChildId::known(stored.child_id.clone());
+            let id = stored.child_id.clone();
             client::child_sessions::restore_child(&mut self.reg, stored);
             id
         });

@@ -26,6 +26,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
+use crate::subagents::ids::ChildId;
+
 pub use settings::{
     default_path, StoreConfig, StoreLocation, DEFAULT_MAX_AGE, DEFAULT_MAX_BYTES, DEFAULT_QUEUE_OPS,
 };
@@ -772,7 +774,7 @@ fn load_child(
         updates.extend(file);
     }
     Ok(Some(StoredChild {
-        child_id: child_id.to_owned(),
+        child_id: ChildId::known(child_id.to_owned()),
         parent_session_id: parent,
         spawn_tool_call_id: spawn,
         agent,

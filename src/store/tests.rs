@@ -27,7 +27,7 @@ fn memory_cfg() -> StoreConfig {
 fn upsert(child: &str, parent: &str, title: Option<&str>, state: &str) -> StoreOp {
     let state = ChildState::from_stored(state).expect("a child state");
     StoreOp::UpsertChild {
-        child_id: child.into(),
+        child_id: ChildId::known(child.into()),
         parent_session_id: parent.into(),
         spawn_tool_call_id: format!("call-{child}"),
         agent: "demo".into(),
@@ -40,7 +40,7 @@ fn upsert(child: &str, parent: &str, title: Option<&str>, state: &str) -> StoreO
 
 fn append(child: &str, update: &str) -> StoreOp {
     StoreOp::AppendUpdate {
-        child_id: child.into(),
+        child_id: ChildId::known(child.into()),
         update: update.into(),
     }
 }
@@ -55,7 +55,7 @@ fn round_trip(store: &Store) {
     ];
     store.submit(upsert("c1", "p1", Some("Survey text files"), "announced"));
     store.submit(StoreOp::SetState {
-        child_id: "c1".into(),
+        child_id: ChildId::known("c1".into()),
         state: ChildState::Running,
     });
     for u in updates {
@@ -72,14 +72,14 @@ fn round_trip(store: &Store) {
         },
     ];
     store.submit(StoreOp::SetIndices {
-        child_id: "c1".into(),
+        child_id: ChildId::known("c1".into()),
         entry_count: 3,
         turns: turns.clone(),
     });
     store.flush().expect("flush");
     let before = unix_now();
     let child = store.child("c1").expect("read").expect("stored");
-    assert_eq!(child.child_id, "c1");
+    assert_eq!(child.child_id.as_str(), "c1");
     assert_eq!(child.parent_session_id, "p1");
     assert_eq!(child.spawn_tool_call_id, "call-c1");
     assert_eq!(child.agent, "demo");
@@ -277,7 +277,7 @@ fn writes_before_upsert_land_in_a_placeholder_that_upsert_completes() {
     let store = Store::open(&memory_cfg()).expect("open");
     store.submit(append("early", "{}"));
     store.submit(StoreOp::SetState {
-        child_id: "early".into(),
+        child_id: ChildId::known("early".into()),
         state: ChildState::Running,
     });
     store.flush().expect("flush");
@@ -288,7 +288,7 @@ fn writes_before_upsert_land_in_a_placeholder_that_upsert_completes() {
     store.submit(upsert("early", "p", Some("Task"), "running"));
     // Upserting again without cwd/title keeps the stored ones.
     store.submit(StoreOp::UpsertChild {
-        child_id: "early".into(),
+        child_id: ChildId::known("early".into()),
         parent_session_id: "p".into(),
         spawn_tool_call_id: "call-early".into(),
         agent: "demo".into(),
@@ -322,7 +322,7 @@ fn children_of_lists_only_that_parent() {
         .children_of("p")
         .expect("read")
         .into_iter()
-        .map(|c| c.child_id)
+        .map(|c| c.child_id.to_string())
         .collect();
     assert_eq!(ids, ["x1", "x2"]);
 }

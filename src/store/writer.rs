@@ -386,7 +386,7 @@ fn apply_batch(
             StoreOp::AppendUpdate { child_id, update } => {
                 match appends.iter_mut().find(|(c, _)| *c == child_id.as_str()) {
                     Some((_, bodies)) => bodies.push(update),
-                    None => appends.push((child_id, vec![update])),
+                    None => appends.push((child_id.as_str(), vec![update])),
                 }
             }
             other => apply(&tx, other, now)?,
@@ -534,7 +534,7 @@ fn apply(conn: &Connection, op: &StoreOp, now: i64) -> Result<(), BatchError> {
                     updated_at = excluded.updated_at",
             )?
             .execute(params![
-                child_id,
+                child_id.as_str(),
                 parent_session_id,
                 spawn_tool_call_id,
                 agent,
@@ -547,23 +547,23 @@ fn apply(conn: &Connection, op: &StoreOp, now: i64) -> Result<(), BatchError> {
         }
         StoreOp::AppendUpdate { child_id, update } => {
             // Appends are gathered by `apply_batch`; one on its own goes to rows.
-            append_run(conn, child_id, &[&**update], now, None)?;
+            append_run(conn, child_id.as_str(), &[&**update], now, None)?;
         }
         StoreOp::SetState { child_id, state } => {
-            ensure_child(conn, child_id, now)?;
+            ensure_child(conn, child_id.as_str(), now)?;
             conn.prepare_cached("UPDATE children SET state = ?2 WHERE child_id = ?1")?
-                .execute(params![child_id, state.as_str()])?;
+                .execute(params![child_id.as_str(), state.as_str()])?;
         }
         StoreOp::SetIndices {
             child_id,
             entry_count,
             turns,
         } => {
-            ensure_child(conn, child_id, now)?;
+            ensure_child(conn, child_id.as_str(), now)?;
             conn.prepare_cached(
                 "UPDATE children SET entry_count = ?2, turns = ?3 WHERE child_id = ?1",
             )?
-            .execute(params![child_id, entry_count, encode_turns(turns)])?;
+            .execute(params![child_id.as_str(), entry_count, encode_turns(turns)])?;
         }
     }
     Ok(())

@@ -5,11 +5,11 @@
 
 use std::borrow::Borrow;
 use std::fmt;
-use std::ops::Deref;
 
 /// The client-facing id of a child session the proxy made: it names a child, never a session
-/// of the agent's (functions that take one cannot be handed a session id by mistake). Derefs
-/// to the id's text.
+/// of the agent's (functions that take one cannot be handed a session id by mistake). Its
+/// text is [`ChildId::as_str`]; a session id the client names becomes one only through the
+/// registry (`Children::resolve`) or the store.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(transparent)]
 pub struct ChildId(String);
@@ -30,12 +30,12 @@ impl ChildId {
         known: impl Fn(&str) -> bool,
     ) -> ChildId {
         let current = ChildId::derive(parent_session_id, spawn_tool_call_id);
-        if known(&current) {
+        if known(current.as_str()) {
             return current;
         }
         legacy_child_ids(parent_session_id, spawn_tool_call_id)
             .into_iter()
-            .find(|id| known(id))
+            .find(|id| known(id.as_str()))
             .unwrap_or(current)
     }
 
@@ -50,14 +50,6 @@ impl ChildId {
     }
 }
 
-impl Deref for ChildId {
-    type Target = str;
-
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
 impl Borrow<str> for ChildId {
     fn borrow(&self) -> &str {
         &self.0
@@ -65,6 +57,35 @@ impl Borrow<str> for ChildId {
 }
 
 impl fmt::Display for ChildId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A session id the agent gave to a child of its own (standard ACP subagents: the child's
+/// session on the agent's side). It never names a child the proxy made ([`ChildId`]); the
+/// client never sees it. Looked up by its text where the wire names it (`Borrow<str>`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AgentSessionId(String);
+
+impl AgentSessionId {
+    /// The id as the agent sent it.
+    pub fn new(id: String) -> AgentSessionId {
+        AgentSessionId(id)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Borrow<str> for AgentSessionId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for AgentSessionId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::detect::PresetId;
 use super::entries::{key_field, EntryCounter, EntryRules};
 use super::fold::Fold;
-use super::ids::ChildId;
+use super::ids::{AgentSessionId, ChildId};
 
 /// The tool name given to spawn cards the proxy synthesizes (Zed's own name for subagent
 /// spawns).
@@ -196,7 +196,7 @@ pub struct Child {
     pub top_session: String,
     pub spawn_id: String,
     /// The agent's own session id for this child (standard ACP subagents).
-    pub agent_child: Option<String>,
+    pub agent_child: Option<AgentSessionId>,
     /// The agent's name for the spawning tool.
     pub tool_name: String,
     /// The preset that claimed the spawn: the child's later signals are read through it
@@ -206,20 +206,25 @@ pub struct Child {
     pub title: String,
     /// What else the preset knows of the task (the agent type, say); not stored.
     pub description: Option<String>,
-    pub state: ChildState,
+    /// Changed only by the transitions below.
+    state: ChildState,
     /// The child's updates in order, as the exact JSON the proxy replays.
     pub thread: Vec<Arc<str>>,
     pub entries: EntryCounter,
     pub turns: Vec<TurnRange>,
-    pub card: Card,
+    /// What the card shows; changed only by the transitions below.
+    card: Card,
     pub progress: Progress,
     pub view: View,
     pub stop_route: StopRoute,
-    pub cancel: Cancel,
+    /// Changed only by [`Child::ask_cancel`] and [`Child::reopen_card`].
+    cancel: Cancel,
     pub prompt: Prompt,
-    pub run: Run,
+    /// Changed only by [`Child::run_in_background`].
+    run: Run,
     pub history: History,
-    pub tracking: Tracking,
+    /// Changed only by [`Child::pass_through`].
+    tracking: Tracking,
     /// Message ids of standard `session_message`s already recorded (they arrive twice).
     pub seen_messages: Vec<String>,
     /// The task read from a standard announcement, recorded as the prompt when the child's
@@ -284,6 +289,63 @@ impl Child {
     /// Whether the spawn card has its final status.
     pub fn card_is_final(&self) -> bool {
         self.card == Card::Final
+    }
+
+    /// What the spawn card shows.
+    pub fn card(&self) -> Card {
+        self.card
+    }
+
+    /// Where the child is in its life.
+    pub fn state(&self) -> ChildState {
+        self.state
+    }
+
+    /// How the child runs beside its spawn tool call.
+    pub fn run(&self) -> Run {
+        self.run
+    }
+
+    /// The child's work started (or goes on): it is running.
+    pub fn start(&mut self) {
+        self.state = ChildState::Running;
+    }
+
+    /// The child ended in `state` after its card already had its final status (a card the
+    /// agent completed at the launch): only its state is left to settle.
+    pub fn settle(&mut self, state: ChildState) {
+        self.state = state;
+    }
+
+    /// The child runs on after its spawn tool call completed (a background agent).
+    pub fn run_in_background(&mut self) {
+        self.run = Run::Background;
+    }
+
+    /// The card shows the child's live progress (its steps so far) as its title.
+    pub fn show_progress(&mut self) {
+        self.card = Card::Progress;
+    }
+
+    /// A child brought back from the store in `state`: a final state means the card was final
+    /// when it was stored.
+    pub fn restore_state(&mut self, state: ChildState) {
+        self.state = state;
+        if state.is_final() {
+            self.card = Card::Final;
+        }
+    }
+
+    /// The client asked to stop the child: it is shown cancelled only once the agent confirms
+    /// or the parent's turn ends.
+    pub fn ask_cancel(&mut self) {
+        self.cancel = Cancel::Asked;
+    }
+
+    /// The child went over a limit: from now on its events pass through to the parent
+    /// unmodelled.
+    pub fn pass_through(&mut self) {
+        self.tracking = Tracking::PassThrough;
     }
 
     /// Live progress: one more step, titled `activity`; the card now shows it.
@@ -402,14 +464,16 @@ impl Child {
     }
 }
 
-/// Every child of one connection, with the lookups the router needs.
+/// Every child of one connection, with the lookups the engine needs: the one owner of the
+/// children in memory. Its maps are private, so a child and the lookups that lead to it
+/// change together ([`Children::insert`], [`Children::remove`]).
 #[derive(Debug, Default)]
-pub struct Registry {
-    pub children: HashMap<ChildId, Child>,
+pub struct Children {
+    children: HashMap<ChildId, Child>,
     /// (agent session carrying the spawn, spawn tool call id) → child id.
     by_spawn: PairMap<ChildId>,
     /// The agent's own child session id → child id (standard ACP).
-    by_agent_child: HashMap<String, ChildId>,
+    by_agent_child: HashMap<AgentSessionId, ChildId>,
     /// (agent session, tool call id) of a child's own tool calls → child id.
     tool_owner: PairMap<ChildId>,
     /// Every tool call id in `by_spawn` and `tool_owner`, for a quick byte test.
@@ -421,7 +485,7 @@ pub struct Registry {
     entry_rules: EntryRules,
 }
 
-impl Registry {
+impl Children {
     /// Count every child's entries by these rules from now on.
     pub fn set_entry_rules(&mut self, rules: EntryRules) {
         self.entry_rules = rules;
@@ -443,16 +507,79 @@ impl Registry {
         self.children.insert(child.id.clone(), child);
     }
 
-    pub fn get(&self, id: &str) -> Option<&Child> {
+    pub fn get(&self, id: &ChildId) -> Option<&Child> {
         self.children.get(id)
     }
 
-    pub fn get_mut(&mut self, id: &str) -> Option<&mut Child> {
+    pub fn get_mut(&mut self, id: &ChildId) -> Option<&mut Child> {
         self.children.get_mut(id)
     }
 
-    pub fn contains(&self, id: &str) -> bool {
+    pub fn contains(&self, id: &ChildId) -> bool {
         self.children.contains_key(id)
+    }
+
+    /// The child a session id names, if it names one of the children (a session id the client
+    /// sent, or a child's `parent`): the one way from a session id's text to a [`ChildId`].
+    pub fn resolve(&self, session_id: &str) -> Option<&ChildId> {
+        self.children.get_key_value(session_id).map(|(id, _)| id)
+    }
+
+    /// The child a session id names, if any (see [`Children::resolve`]).
+    pub fn by_session_id(&self, session_id: &str) -> Option<&Child> {
+        self.children.get(session_id)
+    }
+
+    /// The child a session id names, if any, to change it.
+    pub fn by_session_id_mut(&mut self, session_id: &str) -> Option<&mut Child> {
+        self.children.get_mut(session_id)
+    }
+
+    /// Every child, in no particular order (sort what reaches the output).
+    pub fn iter(&self) -> impl Iterator<Item = &Child> {
+        self.children.values()
+    }
+
+    /// Every child, to change them, in no particular order.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Child> {
+        self.children.values_mut()
+    }
+
+    /// The children of a top-level session, in no particular order.
+    pub fn in_top_session<'a>(&'a self, top_session: &'a str) -> impl Iterator<Item = &'a Child> {
+        self.children
+            .values()
+            .filter(move |c| c.top_session == top_session)
+    }
+
+    /// The ids of the children of a top-level session that `pick` chooses, in the order of
+    /// their spawn ids: the same input gives the same output (the map's order is random per
+    /// process).
+    pub fn ids_in_spawn_order(
+        &self,
+        top_session: &str,
+        pick: impl Fn(&Child) -> bool,
+    ) -> Vec<ChildId> {
+        let mut picked: Vec<(&str, &ChildId)> = self
+            .in_top_session(top_session)
+            .filter(|c| pick(c))
+            .map(|c| (c.spawn_id.as_str(), &c.id))
+            .collect();
+        picked.sort();
+        picked.into_iter().map(|(_, id)| id.clone()).collect()
+    }
+
+    /// Whether a child of `parent` (a child's id as a session) has not finished.
+    pub fn has_unfinished_child_of(&self, parent: &ChildId) -> bool {
+        self.children
+            .values()
+            .any(|c| c.parent == parent.as_str() && !c.state.is_final())
+    }
+
+    /// Take a child out to rebuild it: its lookups stay and lead to it again once it is
+    /// back ([`Children::insert`]).
+    pub fn take(&mut self, id: &ChildId) -> Option<Child> {
+        self.children.remove(id)
     }
 
     pub fn by_spawn(&self, session: &str, spawn_id: &str) -> Option<&ChildId> {
@@ -497,7 +624,7 @@ impl Registry {
         self.tool_owner.insert(key, child.clone());
     }
 
-    /// Whether the client-facing id names an agent session (not one of ours).
+    /// Whether a session id names one of the children (see [`Children::resolve`]).
     pub fn is_child(&self, id: &str) -> bool {
         self.children.contains_key(id)
     }
@@ -536,13 +663,13 @@ impl Registry {
     }
 
     /// Forget a child and every lookup that leads to it (it stays in the durable store).
-    pub fn remove(&mut self, id: &str) -> Option<Child> {
+    pub fn remove(&mut self, id: &ChildId) -> Option<Child> {
         let child = self.children.remove(id)?;
         // Only keys still pointing at this child: another may have taken one over since.
         for key in self.keys_of.remove(id).unwrap_or_default() {
             let mut gone = false;
             for map in [&mut self.by_spawn, &mut self.tool_owner] {
-                if map.get(&key).is_some_and(|v| v.as_str() == id) {
+                if map.get(&key).is_some_and(|v| v == id) {
                     map.remove(&key);
                     gone = true;
                 }
@@ -555,7 +682,7 @@ impl Registry {
             if self
                 .by_agent_child
                 .get(agent_child)
-                .is_some_and(|v| v.as_str() == id)
+                .is_some_and(|v| v == id)
             {
                 self.by_agent_child.remove(agent_child);
             }
@@ -598,7 +725,7 @@ impl Registry {
 
     /// Known agent-side ids of children (for filtering `session/list`).
     pub fn agent_child_ids(&self) -> impl Iterator<Item = &str> {
-        self.by_agent_child.keys().map(String::as_str)
+        self.by_agent_child.keys().map(AgentSessionId::as_str)
     }
 
     pub fn len(&self) -> usize {

@@ -2,13 +2,14 @@
 //! plain data in the model's terms, so the engine stays free of I/O and the store
 //! (`crate::store`) implements these, not the other way round.
 
+use super::ids::ChildId;
 use super::model::{ChildState, TurnRange};
 
 /// One child session as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredChild {
     /// Deterministic id the proxy gave the child.
-    pub child_id: String,
+    pub child_id: ChildId,
     pub parent_session_id: String,
     pub spawn_tool_call_id: String,
     /// Agent identity (agentInfo name or command).
@@ -37,7 +38,7 @@ pub enum StoreOp {
     /// Create the child, or update its fields. `cwd`, `title` and `tool_name` given as `None`
     /// keep the stored value.
     UpsertChild {
-        child_id: String,
+        child_id: ChildId,
         parent_session_id: String,
         spawn_tool_call_id: String,
         agent: String,
@@ -48,16 +49,16 @@ pub enum StoreOp {
     },
     /// One update, appended after the previous ones of that child.
     AppendUpdate {
-        child_id: String,
+        child_id: ChildId,
         /// Shared with the child's thread in memory: the text is not copied to be stored.
         update: std::sync::Arc<str>,
     },
     SetState {
-        child_id: String,
+        child_id: ChildId,
         state: ChildState,
     },
     SetIndices {
-        child_id: String,
+        child_id: ChildId,
         entry_count: u32,
         turns: Vec<TurnRange>,
     },

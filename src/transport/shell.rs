@@ -368,7 +368,7 @@ impl Shell {
                     self.engine.restore(children);
                 }
                 Action::FetchChild { child_id, request } => {
-                    let child = match self.store.as_ref().map(|s| s.child(&child_id)) {
+                    let child = match self.store.as_ref().map(|s| s.child(child_id.as_str())) {
                         Some(Ok(child)) => child,
                         Some(Err(e)) => {
                             tracing::warn!("cannot read stored subagent {child_id}: {e}");

@@ -567,14 +567,14 @@ fn check(run: &mut Run) -> Result<(), TestCaseError> {
             .map(|(i, _)| i)
             .collect();
         let children = run.h.store.children();
-        let stored: Vec<&String> = children
+        let stored: Vec<&str> = children
             .iter()
             .filter(|c| {
                 c.updates
                     .iter()
                     .any(|u| memchr::memmem::find(u.as_bytes(), needle.as_bytes()).is_some())
             })
-            .map(|c| &c.child_id)
+            .map(|c| c.child_id.as_str())
             .collect();
         let stored_times: usize = children
             .iter()

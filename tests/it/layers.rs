@@ -211,6 +211,179 @@ fn the_engine_api_is_in_its_mod_rs_and_untouched_is_said_in_runs_rs() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// Renderers read the model and return what to send; only the engine writes it. No code in
+/// `subagents/render/` takes a child mutably or reaches the registry of children (its unit
+/// tests, which play the engine's part, aside).
+#[test]
+fn renderers_never_write_the_model() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/subagents/render");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    assert!(files.len() >= 3, "the check saw the renderers ({files:?})");
+    let mut problems = Vec::new();
+    for file in &files {
+        let rel = file
+            .strip_prefix(&root)
+            .expect("under src/subagents/render");
+        let text = code_only(&std::fs::read_to_string(file).expect("read a source file"));
+        // The unit tests sit at the end of a file.
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        for (n, line) in code.lines().enumerate() {
+            let writes = writes_the_model(line);
+            if let Some(what) = writes {
+                problems.push(format!(
+                    "src/subagents/render/{}:{}: {what}",
+                    rel.display(),
+                    n + 1
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// What in one line of code would let a renderer write the model.
+fn writes_the_model(line: &str) -> Option<&'static str> {
+    let squeezed: String = line.split_whitespace().collect::<Vec<_>>().join(" ");
+    if squeezed.contains("&mut Child") || squeezed.contains("&mut crate::subagents::model::Child") {
+        Some("a renderer takes a child mutably")
+    } else if squeezed.contains("Children") || squeezed.contains("Children") {
+        Some("a renderer reaches the registry of children")
+    } else {
+        None
+    }
+}
+
+#[test]
+fn the_model_check_finds_a_renderer_that_writes() {
+    assert!(writes_the_model("fn child_step(&mut self, child: &mut  Child) {").is_some());
+    assert!(writes_the_model("use crate::subagents::model::Children;").is_some());
+    assert!(writes_the_model("fn child_step(&mut self, child: &Child) {").is_none());
+}
+
+/// `Render` is a card style (Zed's cards, the folded transcript); standard ACP subagents are
+/// an output of their own, not a card style: `render/acp.rs` implements no `Render`, and the
+/// trait carries none of the standard output's parts.
+#[test]
+fn the_standard_output_is_no_card_style() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/subagents/render");
+    let read =
+        |name: &str| code_only(&std::fs::read_to_string(root.join(name)).expect("read a renderer"));
+    let acp = read("acp.rs");
+    assert!(
+        acp.contains("impl Acp"),
+        "the check found the standard output"
+    );
+    assert!(
+        !acp.contains("impl Render for") && !acp.contains("impl super::Render for"),
+        "render/acp.rs implements Render"
+    );
+    let module = read("mod.rs");
+    let start = module
+        .find("pub trait Render")
+        .expect("render/mod.rs declares Render");
+    let body = &module[start..];
+    let body = &body[..body.find("\n}").expect("the trait's end")];
+    let methods: Vec<&str> = body
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("fn "))
+        .map(|l| l.split('(').next().unwrap_or(""))
+        .collect();
+    assert!(methods.contains(&"card_update"), "{methods:?}");
+    for part in [
+        "announce",
+        "sync",
+        "child_line",
+        "turn_ended",
+        "reopened",
+        "follows_children",
+    ] {
+        assert!(
+            !methods.contains(&part),
+            "Render has the standard output's `{part}`: {methods:?}"
+        );
+    }
+}
+
+/// A child's id is typed: `ChildId` does not stand in for a `&str` (no `Deref`), and the
+/// registry looks children up by `&ChildId`; a session id's text becomes one only through
+/// `Children::resolve` (or the store). The agent's session id of a child is an
+/// `AgentSessionId`.
+#[test]
+fn child_ids_are_typed() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/subagents");
+    let read = |name: &str| code_only(&std::fs::read_to_string(src.join(name)).expect("read"));
+    let ids = read("ids.rs");
+    assert!(
+        ids.contains("pub struct ChildId("),
+        "the check found ChildId"
+    );
+    assert!(
+        !ids.contains("Deref for ChildId"),
+        "ChildId derefs to its text: any string would do where a child id is asked for"
+    );
+    let model = read("model.rs");
+    for lookup in [
+        "pub fn get(&self, id: &ChildId)",
+        "pub fn get_mut(&mut self, id: &ChildId)",
+        "pub fn contains(&self, id: &ChildId)",
+        "pub fn remove(&mut self, id: &ChildId)",
+    ] {
+        assert!(model.contains(lookup), "the registry lacks `{lookup}`");
+    }
+    // The agent's own session id for a child is typed beside it.
+    for typed in [
+        "pub agent_child: Option<AgentSessionId>,",
+        "by_agent_child: HashMap<AgentSessionId, ChildId>,",
+    ] {
+        assert!(model.contains(typed), "the model lacks `{typed}`");
+    }
+}
+
+/// The children in memory have one owner, `Children`, whose fields are private: a child and
+/// the lookups that lead to it change together, through its methods. A child's lifecycle (its
+/// state, how it runs, its card, its cancel, whether it is modelled) changes only through the
+/// child's transitions.
+#[test]
+fn the_children_have_one_owner_and_cards_change_by_transitions() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/subagents/model.rs");
+    let model = code_only(&std::fs::read_to_string(path).expect("read the model"));
+    let children = struct_fields(&model, "pub struct Children {");
+    assert!(
+        children.iter().any(|f| f.starts_with("children:")),
+        "the check read the struct: {children:?}"
+    );
+    let public: Vec<&String> = children.iter().filter(|f| f.starts_with("pub")).collect();
+    assert!(public.is_empty(), "public fields of Children: {public:?}");
+    let child = struct_fields(&model, "pub struct Child {");
+    for private in [
+        "state: ChildState,",
+        "run: Run,",
+        "card: Card,",
+        "cancel: Cancel,",
+        "tracking: Tracking,",
+    ] {
+        assert!(
+            child.iter().any(|f| f == private),
+            "Child's `{private}` is not a private field: {child:?}"
+        );
+    }
+}
+
+/// The field lines of the struct declared by `head` in `code`.
+fn struct_fields(code: &str, head: &str) -> Vec<String> {
+    let start = code
+        .find(head)
+        .unwrap_or_else(|| panic!("`{head}` declared"));
+    let body = &code[start..];
+    let body = &body[..body.find("\n}").expect("the struct's end")];
+    body.lines()
+        .skip(1)
+        .map(|l| l.trim().to_owned())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
         .expect("read a source directory")

@@ -915,6 +915,7 @@ fn the_parents_tool_call_updates_pass_byte_for_byte_while_a_child_runs_under(rul
 
 #[test]
 fn a_child_stored_under_the_old_id_prefix_still_reopens() {
+    use acp_proxy::subagents::ids::ChildId;
     use acp_proxy::subagents::model::{ChildState, TurnRange};
     use acp_proxy::subagents::persist::StoreOp;
     // A store written by a version that named children `acpx-sub-…`.
@@ -922,7 +923,7 @@ fn a_child_stored_under_the_old_id_prefix_still_reopens() {
     let old = new.replace("acp-proxy-sub-", "acpx-sub-");
     let store = StoreModel::default();
     store.apply(StoreOp::UpsertChild {
-        child_id: old.clone(),
+        child_id: ChildId::known(old.clone()),
         parent_session_id: S.into(),
         spawn_tool_call_id: "sp".into(),
         agent: "claude".into(),
@@ -937,12 +938,12 @@ fn a_child_stored_under_the_old_id_prefix_still_reopens() {
         json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "done"}}),
     ] {
         store.apply(StoreOp::AppendUpdate {
-            child_id: old.clone(),
+            child_id: ChildId::known(old.clone()),
             update: update.to_string().into(),
         });
     }
     store.apply(StoreOp::SetIndices {
-        child_id: old.clone(),
+        child_id: ChildId::known(old.clone()),
         entry_count: 3,
         turns: vec![TurnRange {
             start: 0,

@@ -56,7 +56,7 @@ impl Engine {
                         .get(cid)
                         .map(|c| c.top_session.clone())
                         .unwrap_or_default();
-                    if self.spawn_allowed(cid, &top, t, out) {
+                    if self.spawn_allowed(cid.as_str(), &top, t, out) {
                         let site = SpawnSite {
                             agent_session: agent_session.to_owned(),
                             parent: cid.to_string(),
@@ -174,8 +174,8 @@ impl Engine {
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
-        if child.state == ChildState::Announced {
-            child.state = ChildState::Running;
+        if child.state() == ChildState::Announced {
+            child.start();
         }
         let replay_skip = child.history_known();
         let new_step = kind == "tool_call"
@@ -211,7 +211,7 @@ impl Engine {
         let final_card = child.card_is_final();
         let card = if final_card {
             // A background child keeps working after its card completed: extend its range.
-            settled_card_grown(self.render.as_ref(), child, entries_before)
+            settled_card_grown(&self.render, child, entries_before)
         } else if !replaying && !replay_skip {
             let step = Step {
                 kind: &kind,
@@ -221,7 +221,7 @@ impl Engine {
                 title: title.as_deref(),
                 nested,
             };
-            self.render.child_step(child, &step)
+            stepped_card(&mut self.render, child, &step)
         } else {
             None
         };
@@ -233,10 +233,24 @@ impl Engine {
     }
 }
 
+/// The change of an open card for one step of its child: the engine counts a new tool call
+/// into the child's live progress (when the flavour shows it), then the renderer says what
+/// the card shows.
+pub(in crate::engine) fn stepped_card(
+    render: &mut render::Output,
+    child: &mut Child,
+    step: &Step<'_>,
+) -> Option<CardChange> {
+    if step.new_tool_call && render.live_progress() {
+        child.show_step(step.title.map(str::to_owned));
+    }
+    render.child_step(child, step)
+}
+
 /// The card of a child whose card had settled, after more of its work was recorded: when its
 /// entries grew, its turn ends again and the card's range covers them; otherwise no change.
 pub(in crate::engine) fn settled_card_grown(
-    render: &dyn render::Render,
+    render: &render::Output,
     child: &mut Child,
     entries_before: u32,
 ) -> Option<CardChange> {

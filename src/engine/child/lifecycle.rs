@@ -42,17 +42,20 @@ impl Engine {
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
+        // Only the standard output shows a child apart from its card; once told of the
+        // child, the client follows its session.
+        let Some(standard) = self.render.standard_mut() else {
+            return;
+        };
         let updates = if announce_only {
-            self.render.announce(child)
+            standard.announce(child)
         } else {
-            self.render.sync(child)
+            standard.sync(child)
         };
         if updates.is_empty() {
             return;
         }
-        if self.render.follows_children() {
-            child.view = View::Loaded;
-        }
+        child.view = View::Loaded;
         let parent = child.parent.clone();
         for update in updates {
             self.emit(&parent, update, out);
@@ -102,21 +105,14 @@ impl Engine {
         frame: &[u8],
         out: &mut Vec<Action>,
     ) {
-        let mut open: Vec<(String, ChildId)> = self
-            .reg
-            .children
-            .values()
-            .filter(|c| c.top_session == session && !c.card_is_final())
-            .map(|c| (c.spawn_id.clone(), c.id.clone()))
-            .collect();
+        let open = self.reg.ids_in_spawn_order(session, |c| !c.card_is_final());
         if open.is_empty() {
             return;
         }
-        open.sort();
         let stop_reason = serde_json::from_slice::<Value>(crate::wire::line_body(frame))
             .ok()
             .and_then(|v| v.pointer("/result/stopReason")?.as_str().map(str::to_owned));
-        for (_, cid) in open {
+        for cid in open {
             let Some(child) = self.reg.get(&cid) else {
                 continue;
             };
@@ -129,34 +125,23 @@ impl Engine {
 
     /// The parent's prompt turn ended: children whose cancel was asked for are cancelled now.
     pub(in crate::engine) fn turn_ended(&mut self, session: &str, out: &mut Vec<Action>) {
-        let mut cancelled: Vec<(String, ChildId)> = self
+        let cancelled = self
             .reg
-            .children
-            .values()
-            .filter(|c| c.top_session == session && c.cancel_asked() && !c.card_is_final())
-            .map(|c| (c.spawn_id.clone(), c.id.clone()))
-            .collect();
-        // In a fixed order (the map's is random per process): the same input gives the same
-        // output.
-        cancelled.sort();
-        for (_, cid) in cancelled {
+            .ids_in_spawn_order(session, |c| c.cancel_asked() && !c.card_is_final());
+        for cid in cancelled {
             self.finish_child(&cid, ChildState::Cancelled, out);
         }
         // What the flavour shows of children still open when the turn is over.
-        let mut open: Vec<(String, ChildId)> = self
-            .reg
-            .children
-            .values()
-            .filter(|c| c.top_session == session && !c.card_is_final())
-            .map(|c| (c.spawn_id.clone(), c.id.clone()))
-            .collect();
-        open.sort();
-        for (_, cid) in open {
+        let open = self.reg.ids_in_spawn_order(session, |c| !c.card_is_final());
+        for cid in open {
             let Some(child) = self.reg.get(&cid) else {
                 continue;
             };
+            let Some(standard) = self.render.standard_mut() else {
+                return;
+            };
             let parent = child.parent.clone();
-            for update in self.render.turn_ended(child) {
+            for update in standard.turn_ended(child) {
                 self.emit(&parent, update, out);
             }
         }
@@ -167,7 +152,7 @@ impl Engine {
     /// child already waiting in the queue (one restored from the store, or finished earlier
     /// on this connection) keeps its place.
     pub(in crate::engine) fn retire(&mut self, cid: &ChildId) {
-        if !self.reg.get(cid).is_some_and(|c| c.state.is_final())
+        if !self.reg.get(cid).is_some_and(|c| c.state().is_final())
             || self.finished.iter().any(|f| f == cid)
         {
             return;
@@ -177,13 +162,8 @@ impl Engine {
             let Some(old) = self.finished.pop_front() else {
                 break;
             };
-            let busy = self.agent_replays.pending(&old)
-                || self
-                    .reg
-                    .children
-                    .values()
-                    .any(|c| c.parent == old.as_str() && !c.state.is_final());
-            if busy || !self.reg.get(&old).is_some_and(|c| c.state.is_final()) {
+            let busy = self.agent_replays.pending(&old) || self.reg.has_unfinished_child_of(&old);
+            if busy || !self.reg.get(&old).is_some_and(|c| c.state().is_final()) {
                 continue;
             }
             self.reg.remove(&old);
@@ -191,7 +171,7 @@ impl Engine {
             self.end_progress(&old);
             self.agent_replays.forget(&old);
             self.siblings.forget(&old);
-            self.bindings.forget(&old);
+            self.bindings.forget(old.as_str());
             self.reopen.forget(old.as_str());
         }
     }
@@ -207,12 +187,7 @@ impl Engine {
     ) -> bool {
         let limits = self.cfg.limits;
         let depth = self.reg.depth(parent) + 1;
-        let siblings = self
-            .reg
-            .children
-            .values()
-            .filter(|c| c.top_session == top)
-            .count();
+        let siblings = self.reg.in_top_session(top).count();
         let problem = if depth > limits.max_depth {
             Some(("max_depth", limits.max_depth))
         } else if siblings >= limits.max_subagents_per_session {

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use crate::engine::{str_field, Action, Engine};
 use crate::subagents::detect::{PresetId, SpawnEvent};
 use crate::subagents::ids::ChildId;
-use crate::subagents::model::{Card, Child, ChildState, Prompt, Run, SpawnSite};
+use crate::subagents::model::{Card, Child, ChildState, Prompt, SpawnSite};
 use crate::subagents::render::{self, CardChange};
 
 /// What one update of a spawn card changes, read before the card is touched.
@@ -56,7 +56,7 @@ fn spawn_step(child: &Child, status: Option<&str>, keeps_open: bool) -> SpawnSte
                 SpawnStep::Finished(ChildState::Failed)
             }
         }
-        Some("pending" | "in_progress") if child.state == ChildState::Announced => {
+        Some("pending" | "in_progress") if child.state() == ChildState::Announced => {
             SpawnStep::Started
         }
         _ => SpawnStep::Refined,
@@ -81,7 +81,7 @@ impl Engine {
             }
             None => {
                 let mut child = Child::new(id.clone(), site, tool_name);
-                child.state = ChildState::Running;
+                child.start();
                 child.preset = Some(preset);
                 self.reg.insert(child);
                 self.persist_child(&id, out);
@@ -208,13 +208,13 @@ impl Engine {
             child.description = Some(d.clone());
         }
         if reading.background {
-            child.run = Run::Background;
+            child.run_in_background();
         }
         let completed = status.as_deref() == Some("completed");
         let ended = matches!(status.as_deref(), Some("completed" | "failed"));
         let step = spawn_step(child, status.as_deref(), keeps_open);
         if step == SpawnStep::Started {
-            child.state = ChildState::Running;
+            child.start();
         }
         let (finished, launched) = (
             matches!(step, SpawnStep::Finished(_)),
@@ -297,8 +297,8 @@ impl Engine {
         if let SpawnStep::Finished(state) = step {
             // A card that showed live progress gets the task's title back.
             retitle = child.finish_card(state);
-        } else if progress && self.render.progress_title(child).is_some() {
-            child.card = Card::Progress;
+        } else if progress && self.render.live_progress() {
+            child.show_progress();
         }
         // A card update that only carried the folded transcript has nothing left to show.
         let empty = folded.is_some()
@@ -312,7 +312,7 @@ impl Engine {
         if retitle || agents_title.is_some() || reading.preset_title.is_some() || is_new || progress
         {
             // The title the card shows: the task's, or its live progress.
-            let shown = match child.card {
+            let shown = match child.card() {
                 Card::Progress => self.render.progress_title(child),
                 _ => None,
             };
@@ -371,7 +371,7 @@ impl Engine {
         let n = child.spawn_events;
         child.spawn_events += 1;
         let spawn_id = child.spawn_id.clone();
-        if self.render.progress_title(child).is_some() {
+        if self.render.live_progress() {
             child.show_step(Some(event.title.clone()));
         }
         if n > 0 {
@@ -435,7 +435,7 @@ fn unseen_end(completed: bool, update: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::subagents::model::Cancel;
+    use crate::subagents::model::Run;
 
     fn child(state: ChildState, run: Run) -> Child {
         let site = SpawnSite {
@@ -445,8 +445,12 @@ mod tests {
             spawn_id: "t".into(),
         };
         let mut c = Child::new(ChildId::derive("s", "t"), site, "Task".into());
-        c.state = state;
-        c.run = run;
+        if state == ChildState::Running {
+            c.start();
+        }
+        if run == Run::Background {
+            c.run_in_background();
+        }
         c
     }
 
@@ -493,11 +497,11 @@ mod tests {
                 spawn_step(c, status, keeps_open),
                 want,
                 "{status:?} keeps_open={keeps_open} {:?}",
-                c.run
+                c.run()
             );
         }
         let mut cancelled = child(ChildState::Running, Run::Foreground);
-        cancelled.cancel = Cancel::Asked;
+        cancelled.ask_cancel();
         assert_eq!(
             spawn_step(&cancelled, Some("failed"), false),
             Finished(ChildState::Cancelled)

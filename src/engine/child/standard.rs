@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use crate::engine::{str_field, Action, Engine};
 use crate::subagents::ids;
-use crate::subagents::ids::ChildId;
+use crate::subagents::ids::{AgentSessionId, ChildId};
 use crate::subagents::model::{
     Card, Child, ChildState, Prompt, SpawnSite, StopRoute, SYNTHETIC_TOOL_NAME,
 };
@@ -60,7 +60,7 @@ impl Engine {
                     let child = self.reg.get_mut(&cid);
                     if let Some(child) = child.filter(|c| c.title != t) {
                         child.title = t.to_owned();
-                        let card = (child.card != Card::Progress)
+                        let card = (child.card() != Card::Progress)
                             .then(|| self.render.card_update(child, None, Some(t)))
                             .flatten();
                         let parent = child.parent.clone();
@@ -74,7 +74,7 @@ impl Engine {
             None => {
                 let spawn_id = ids::synthesized_spawn_id(&agent_child);
                 let cid = ChildId::derive_known(&parent, &spawn_id, |id| self.reg.is_child(id));
-                let mut child = match self.reg.children.remove(&cid) {
+                let mut child = match self.reg.take(&cid) {
                     Some(restored) => restored,
                     None => {
                         let site = SpawnSite {
@@ -84,11 +84,11 @@ impl Engine {
                             spawn_id,
                         };
                         let mut c = Child::new(cid.clone(), site, SYNTHETIC_TOOL_NAME.into());
-                        c.state = ChildState::Running;
+                        c.start();
                         c
                     }
                 };
-                child.agent_child = Some(agent_child.clone());
+                child.agent_child = Some(AgentSessionId::new(agent_child.clone()));
                 child.agent_session = agent_child.clone();
                 // What the announcement lacks, as the agent's preset reads it (Codex: a short
                 // title and the task, from `description`).

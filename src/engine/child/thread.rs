@@ -8,7 +8,6 @@ use serde_json::Value;
 use crate::engine::{str_field, Action, Engine, NoteLevel};
 use crate::subagents::entries::key_field;
 use crate::subagents::ids::ChildId;
-use crate::subagents::model::Tracking;
 use crate::subagents::persist::StoreOp;
 use crate::wire::write;
 
@@ -16,8 +15,8 @@ impl Engine {
     /// Put an update into a session's thread: a child's is recorded (and sent live if the
     /// client loaded it), a top-level session's goes to the client.
     pub(in crate::engine) fn emit(&mut self, session: &str, update: Value, out: &mut Vec<Action>) {
-        if self.reg.is_child(session) {
-            self.record_in(session, &update, out);
+        if let Some(cid) = self.reg.resolve(session).cloned() {
+            self.record_in(&cid, &update, out);
         } else {
             if str_field(&update, "sessionUpdate") == Some("tool_call") {
                 if let Some(t) = str_field(&update, "toolCallId") {
@@ -31,7 +30,7 @@ impl Engine {
 
     pub(in crate::engine) fn record_in(
         &mut self,
-        cid: &str,
+        cid: &ChildId,
         update: &Value,
         out: &mut Vec<Action>,
     ) {
@@ -51,7 +50,7 @@ impl Engine {
     /// thread, persist it, and send it live if the client loaded the child.
     pub(in crate::engine) fn record_text_in(
         &mut self,
-        cid: &str,
+        cid: &ChildId,
         kind: &str,
         tool: Option<&str>,
         text: &str,
@@ -66,7 +65,7 @@ impl Engine {
             return;
         }
         if child.bytes + text.len() > max {
-            child.tracking = Tracking::PassThrough;
+            child.pass_through();
             let msg = format!(
                 "subagent {cid}: transcript reached max_transcript_bytes ({max}); its further events pass through to the parent unchanged"
             );
@@ -106,14 +105,18 @@ impl Engine {
         child.record_kind(kind, key, text.clone());
         if child.is_loaded() {
             out.push(Action::ToClient(
-                match self.render.child_line(child, index, &text) {
-                    Some(line) => write::session_update(cid, &line),
-                    None => write::session_update_raw(cid, &text),
+                match self
+                    .render
+                    .standard()
+                    .and_then(|s| s.child_line(child, index, &text))
+                {
+                    Some(line) => write::session_update(cid.as_str(), &line),
+                    None => write::session_update_raw(cid.as_str(), &text),
                 },
             ));
         }
         out.push(Action::Store(StoreOp::AppendUpdate {
-            child_id: cid.to_owned(),
+            child_id: cid.clone(),
             update: text,
         }));
         if let Some(parent) = shown_in {
@@ -127,25 +130,25 @@ impl Engine {
     pub(in crate::engine) fn persist_child(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
         let Some(c) = self.reg.get(cid) else { return };
         out.push(Action::Store(StoreOp::UpsertChild {
-            child_id: c.id.to_string(),
+            child_id: c.id.clone(),
             parent_session_id: c.parent.clone(),
             spawn_tool_call_id: c.spawn_id.clone(),
             agent: self.agent_name.clone(),
             cwd: c.cwd.clone(),
             title: (!c.title.is_empty()).then(|| c.title.clone()),
             tool_name: Some(c.tool_name.clone()),
-            state: c.state,
+            state: c.state(),
         }));
     }
 
     pub(in crate::engine) fn persist_state(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
         let Some(c) = self.reg.get(cid) else { return };
         out.push(Action::Store(StoreOp::SetState {
-            child_id: c.id.to_string(),
-            state: c.state,
+            child_id: c.id.clone(),
+            state: c.state(),
         }));
         out.push(Action::Store(StoreOp::SetIndices {
-            child_id: c.id.to_string(),
+            child_id: c.id.clone(),
             entry_count: c.entries.count(),
             turns: c.turns.clone(),
         }));
@@ -153,10 +156,10 @@ impl Engine {
 
     /// The session the client knows for a child: the child once loaded, else the nearest
     /// loaded ancestor, else the top-level session.
-    pub(in crate::engine) fn visible_session(&self, cid: &str) -> String {
-        let mut cur = cid.to_owned();
+    pub(in crate::engine) fn visible_session(&self, session: &str) -> String {
+        let mut cur = session.to_owned();
         for _ in 0..64 {
-            match self.reg.get(&cur) {
+            match self.reg.by_session_id(&cur) {
                 Some(c) if c.is_loaded() => return cur,
                 Some(c) => cur = c.parent.clone(),
                 None => return cur,

@@ -7,16 +7,15 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::engine::{Action, ChildCancel, Engine, Millis, NoteLevel};
-use crate::subagents::ids::{self, ChildId};
+use crate::subagents::ids::{self, AgentSessionId, ChildId};
 use crate::subagents::model::{
-    Cancel, Card, Child, ChildState, Prompt, Registry, SpawnSite, StopRoute, View,
-    SYNTHETIC_TOOL_NAME,
+    Child, ChildState, Children, Prompt, SpawnSite, StopRoute, View, SYNTHETIC_TOOL_NAME,
 };
 use crate::subagents::persist::StoredChild;
 use crate::wire::{self, write};
 
 /// Whether a session id the client sent names a child (known, or shaped like ours).
-pub(in crate::engine) fn is_child_id(reg: &Registry, sid: &str) -> bool {
+pub(in crate::engine) fn is_child_id(reg: &Children, sid: &str) -> bool {
     reg.is_child(sid) || ids::looks_like_child_id(sid)
 }
 
@@ -30,12 +29,12 @@ impl Engine {
         _now: Millis,
         out: &mut Vec<Action>,
     ) {
-        if !self.reg.is_child(sid) {
+        let Some(cid) = self.reg.resolve(sid).cloned() else {
             let loading = matches!(method, "session/load" | "session/resume");
             if loading && !self.reopen.store_tried(sid) {
                 // Not in memory: the durable store may know it (the proxy restarted).
                 out.push(Action::FetchChild {
-                    child_id: sid.to_owned(),
+                    child_id: ChildId::known(sid.to_owned()),
                     request: frame,
                 });
                 return;
@@ -46,23 +45,23 @@ impl Engine {
                 &format!("acp-proxy: no subagent session `{sid}` is known (it may have been pruned from the store)"),
             )));
             return;
-        }
-        if method == "session/load" && self.agent_replays.pending(sid) {
+        };
+        if method == "session/load" && self.agent_replays.pending(&cid) {
             // The agent is replaying this child for the proxy: answered once that is done.
-            self.agent_replays.hold_load(sid, frame);
+            self.agent_replays.hold_load(&cid, frame);
             return;
         }
         match method {
             "session/load" => {
                 let zed = self.zed();
-                if let Some(child) = self.reg.get_mut(sid) {
+                if let Some(child) = self.reg.get_mut(&cid) {
                     for (index, update) in child.thread.iter().enumerate() {
                         if zed && is_standard_kind(update) {
                             // Recorded for a client that speaks standard subagents (a nested
                             // child's announcement): Zed would reject the notification.
                             continue;
                         }
-                        out.push(Action::ToClient(match self.render.child_line(child, index, update) {
+                        out.push(Action::ToClient(match self.render.standard().and_then(|s| s.child_line(child, index, update)) {
                             Some(line) => write::session_update(sid, &line),
                             None => write::session_update_raw(sid, update),
                         }));
@@ -72,13 +71,13 @@ impl Engine {
                 out.push(Action::ToClient(write::result(id, &json!({}))));
             }
             "session/resume" => {
-                if let Some(child) = self.reg.get_mut(sid) {
+                if let Some(child) = self.reg.get_mut(&cid) {
                     child.view = View::Loaded;
                 }
                 out.push(Action::ToClient(write::result(id, &json!({}))));
             }
             "session/close" => {
-                if let Some(child) = self.reg.get_mut(sid) {
+                if let Some(child) = self.reg.get_mut(&cid) {
                     child.view = View::Closed;
                 }
                 out.push(Action::ToClient(write::result(id, &json!({}))));
@@ -114,7 +113,7 @@ impl Engine {
 
     /// The client's Stop on a child card.
     fn cancel_child(&mut self, sid: &str, out: &mut Vec<Action>) {
-        let Some(child) = self.reg.get_mut(sid) else {
+        let Some(child) = self.reg.by_session_id_mut(sid) else {
             self.note(
                 out,
                 NoteLevel::Info,
@@ -122,13 +121,13 @@ impl Engine {
             );
             return;
         };
-        if child.card_is_final() && child.state != ChildState::Running {
+        if child.card_is_final() && child.state() != ChildState::Running {
             return;
         }
         // Shown cancelled only once the agent confirms or the parent's turn ends.
-        child.cancel = Cancel::Asked;
+        child.ask_cancel();
         let target = match (&child.agent_child, child.stop_route) {
-            (Some(agent_child), StopRoute::Direct) => Some(agent_child.clone()),
+            (Some(agent_child), StopRoute::Direct) => Some(agent_child.to_string()),
             _ => match self.cfg.zed.child_cancel {
                 ChildCancel::Parent => Some(child.top_session.clone()),
                 ChildCancel::Ignore => None,
@@ -162,7 +161,7 @@ fn is_standard_kind(update: &str) -> bool {
 }
 
 /// Remove child sessions from a `session/list` result (they are not top-level threads).
-pub(in crate::engine) fn filter_session_list(reg: &Registry, frame: Bytes) -> Bytes {
+pub(in crate::engine) fn filter_session_list(reg: &Children, frame: Bytes) -> Bytes {
     let Some(mut msg) = wire::parse_value(&frame) else {
         return frame;
     };
@@ -186,19 +185,22 @@ pub(in crate::engine) fn filter_session_list(reg: &Registry, frame: Bytes) -> By
 }
 
 /// Bring a stored child back into memory (after a restart). What memory holds wins.
-pub(in crate::engine) fn restore_child(reg: &mut Registry, stored: StoredChild) {
+pub(in crate::engine) fn restore_child(reg: &mut Children, stored: StoredChild) {
     if reg.contains(&stored.child_id) {
         return;
     }
-    let agent_child = ids::agent_child_of_spawn(&stored.spawn_tool_call_id).map(str::to_owned);
-    let (parent_agent_session, top_session) = match reg.get(&stored.parent_session_id) {
+    let agent_child = ids::agent_child_of_spawn(&stored.spawn_tool_call_id)
+        .map(|a| AgentSessionId::new(a.to_owned()));
+    let (parent_agent_session, top_session) = match reg.by_session_id(&stored.parent_session_id) {
         Some(p) => (p.agent_session.clone(), p.top_session.clone()),
         None => (
             stored.parent_session_id.clone(),
             stored.parent_session_id.clone(),
         ),
     };
-    let agent_session = agent_child.clone().unwrap_or(parent_agent_session);
+    let agent_session = agent_child
+        .as_ref()
+        .map_or(parent_agent_session, ToString::to_string);
     // Rows from before the store kept it: what a restored card said then.
     let tool_name = stored.tool_name.unwrap_or_else(|| {
         if agent_child.is_some() {
@@ -214,13 +216,10 @@ pub(in crate::engine) fn restore_child(reg: &mut Registry, stored: StoredChild) 
         top_session,
         spawn_id: stored.spawn_tool_call_id,
     };
-    let mut child = Child::new(ChildId::known(stored.child_id), site, tool_name);
+    let mut child = Child::new(stored.child_id, site, tool_name);
     child.agent_child = agent_child;
     child.title = stored.title.unwrap_or_default();
-    child.state = stored.state;
-    if child.state.is_final() {
-        child.card = Card::Final;
-    }
+    child.restore_state(stored.state);
     if !stored.updates.is_empty() {
         child.prompt = Prompt::Recorded;
     }

@@ -297,11 +297,11 @@ impl Engine {
                 frame,
             });
         };
-        let target = self.visible_session(&cid);
+        let target = self.visible_session(cid.as_str());
         let target_is_child = self.reg.is_child(&target);
         if shown_elicitation && target_is_child && self.zed() {
             // Zed's main branch shows it as an entry of the child's thread.
-            if let Some(child) = self.reg.get_mut(&target) {
+            if let Some(child) = self.reg.by_session_id_mut(&target) {
                 child.entries.push_elicitation();
             }
         }
@@ -311,7 +311,7 @@ impl Engine {
             (Some(t), true) => {
                 let holds = if target_is_child {
                     self.reg
-                        .get(&target)
+                        .by_session_id(&target)
                         .is_some_and(|c| c.entries.knows_tool(t))
                 } else {
                     self.thread_tools.contains(t)
@@ -395,7 +395,7 @@ impl Engine {
             if cur.parent == target {
                 return Some(cur.id.clone());
             }
-            cur = self.reg.get(&cur.parent)?;
+            cur = self.reg.by_session_id(&cur.parent)?;
         }
         None
     }

@@ -84,13 +84,15 @@ impl Engine {
             parent_session_id: session.to_owned(),
         });
         // Children already known keep their recorded thread: the replay must not double it.
-        for child in self.reg.children.values_mut() {
+        for child in self.reg.iter_mut() {
             if child.top_session == session && !child.thread.is_empty() {
                 child.history = History::Known;
             }
             if child.top_session == session {
                 // The client rebuilds the parent's thread: it learns of the child again.
-                self.render.reopened(&child.id);
+                if let Some(standard) = self.render.standard_mut() {
+                    standard.reopened(&child.id);
+                }
             }
         }
     }
@@ -110,9 +112,8 @@ impl Engine {
         let agent_replays_spawns = self.reopen.spawns_replayed.remove(session);
         let mut missing: Vec<&Child> = self
             .reg
-            .children
-            .values()
-            .filter(|c| c.top_session == session && c.parent == session)
+            .in_top_session(session)
+            .filter(|c| c.parent == session)
             .filter(|c| c.agent_child.is_some() || !agent_replays_spawns)
             .filter(|c| !self.reopen.cards_shown.contains(&c.id))
             .collect();
@@ -136,7 +137,7 @@ impl Engine {
             self.show_replayed(&cid, work, out);
         }
         let mut done = Vec::new();
-        for child in self.reg.children.values_mut() {
+        for child in self.reg.iter_mut() {
             if child.top_session == session {
                 child.history = History::Live;
                 done.push(child.id.clone());

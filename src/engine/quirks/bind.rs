@@ -143,19 +143,20 @@ impl Engine {
         if let Some((cid, how)) = self.bindings.child(session, id) {
             return self.reg.contains(cid).then(|| (cid.clone(), *how));
         }
-        let mut candidates = self.reg.children.values().filter(|c| {
+        let mut candidates = self.reg.iter().filter(|c| {
             c.agent_session == session
                 && c.agent_child.is_none()
                 && !self.bindings.bound.contains(&c.id)
                 && c.preset
                     .is_some_and(|p| self.detector.marks_child_events(p))
                 && (self.bindings.open.contains(&c.id)
-                    || (!c.state.is_final() && !c.history_known()))
+                    || (!c.state().is_final() && !c.history_known()))
         });
         let only = candidates.next()?.id.clone();
         if candidates.next().is_some() {
             return None;
         }
+        drop(candidates);
         let id = id.to_owned();
         self.bindings.bind(session, &id, &only, Bound::Inferred);
         self.note(

@@ -169,7 +169,7 @@ impl AgentReplays {
     }
 
     /// Whether the child's replay is asked for and not done yet.
-    pub(in crate::engine) fn pending(&self, child: &str) -> bool {
+    pub(in crate::engine) fn pending(&self, child: &ChildId) -> bool {
         self.fallback.contains_key(child)
     }
 
@@ -179,10 +179,9 @@ impl AgentReplays {
     }
 
     /// Hold a client's `session/load` of the child until its fetch is done.
-    pub(in crate::engine) fn hold_load(&mut self, child: &str, request: Bytes) {
-        if let Some((id, _)) = self.fallback.get_key_value(child) {
-            let id = id.clone();
-            self.waiting.entry(id).or_default().push(request);
+    pub(in crate::engine) fn hold_load(&mut self, child: &ChildId, request: Bytes) {
+        if self.fallback.contains_key(child) {
+            self.waiting.entry(child.clone()).or_default().push(request);
         }
     }
 
@@ -251,11 +250,11 @@ impl AgentReplays {
     }
 
     /// The engine let go of a child.
-    pub(in crate::engine) fn forget(&mut self, child: &str) {
+    pub(in crate::engine) fn forget(&mut self, child: &ChildId) {
         if self.pending(child) {
             return;
         }
-        self.by_agent_id.retain(|_, c| c.as_str() != child);
+        self.by_agent_id.retain(|_, c| c != child);
     }
 
     pub(in crate::engine) fn footprint(&self) -> [(&'static str, usize); 5] {
@@ -323,7 +322,7 @@ impl Engine {
             && self
                 .reg
                 .get(cid)
-                .is_some_and(|c| c.is_background() && !c.state.is_final())
+                .is_some_and(|c| c.is_background() && !c.state().is_final())
     }
 
     /// Ask the agent for the child's replay (now, or when a slot frees up).

@@ -39,7 +39,7 @@ impl Engine {
         };
         let ends_it = child.preset.is_none_or(|p| p == end.preset)
             && child.is_background()
-            && !child.state.is_final()
+            && !child.state().is_final()
             && !child.history_known();
         if !ends_it {
             return false;
@@ -60,7 +60,7 @@ impl Engine {
             // The card completed at the launch (a preset that does not keep it open): the
             // child's state is all that is left to settle.
             if let Some(c) = self.reg.get_mut(&cid) {
-                c.state = state;
+                c.settle(state);
             }
             self.persist_state(&cid, out);
             self.retire(&cid);

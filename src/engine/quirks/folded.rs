@@ -43,11 +43,7 @@ impl Engine {
             };
             let card = if child.card_is_final() {
                 // Work after the card settled (a box that outlived its spawn): the range grows.
-                crate::engine::child::events::settled_card_grown(
-                    self.render.as_ref(),
-                    child,
-                    before,
-                )
+                crate::engine::child::events::settled_card_grown(&self.render, child, before)
             } else if replaying {
                 None
             } else {
@@ -59,7 +55,7 @@ impl Engine {
                     title: str_field(&update, "title"),
                     nested,
                 };
-                self.render.child_step(child, &step)
+                crate::engine::child::events::stepped_card(&mut self.render, child, &step)
             };
             // On an open card: live progress, paced (AgentPool re-sends its box on every step).
             let (parent, settled) = (child.parent.clone(), child.card_is_final());

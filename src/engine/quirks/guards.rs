@@ -61,11 +61,7 @@ impl Engine {
             }
         } else if self.sessions.knows(agent_child)
             || self.reg.is_child(agent_child)
-            || self
-                .reg
-                .children
-                .values()
-                .any(|c| c.top_session == agent_child)
+            || self.reg.in_top_session(agent_child).next().is_some()
         {
             (
                 "client-session",

@@ -49,10 +49,10 @@ impl Siblings {
     }
 
     /// The engine let go of a child.
-    pub(in crate::engine) fn forget(&mut self, child: &str) {
+    pub(in crate::engine) fn forget(&mut self, child: &ChildId) {
         self.keys.remove(child);
         self.boxes
-            .retain(|_, b| b.owner.as_ref().is_none_or(|o| o.as_str() != child));
+            .retain(|_, b| b.owner.as_ref().is_none_or(|o| o != child));
     }
 
     /// The parent is shown this box: whether it is the first time.
@@ -177,8 +177,7 @@ impl Engine {
     ) -> Option<ChildId> {
         let mut open: Vec<(String, String, ChildId)> = self
             .reg
-            .children
-            .values()
+            .iter()
             .filter(|c| c.agent_session == sid && !c.card_is_final())
             .filter_map(|c| {
                 let k = self.siblings.keys.get(&c.id)?;

@@ -21,7 +21,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use super::{card_base, CardChange, Render, Step};
+use super::card_base;
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::{Child, ChildState, Run, StopRoute};
 
@@ -35,8 +35,8 @@ enum Shown {
 
 impl Shown {
     fn of(child: &Child) -> Shown {
-        if child.state.is_final() {
-            Shown::Idle(child.state)
+        if child.state().is_final() {
+            Shown::Idle(child.state())
         } else {
             Shown::Running
         }
@@ -155,15 +155,15 @@ pub struct Acp {
     told: HashMap<ChildId, Told>,
 }
 
-impl Render for Acp {
+impl Acp {
     /// The client learns of a child from its announcement, not from a card.
-    fn synthesized_card(&self, child: &Child) -> Value {
+    pub fn synthesized_card(&self, child: &Child) -> Value {
         announcement(child)
     }
 
     /// The agent's own spawn tool call, when the child has one (legacy wires), gets the
     /// status; a child announced by the agent has no tool call in the parent.
-    fn card_update(
+    pub fn card_update(
         &self,
         child: &Child,
         status: Option<&str>,
@@ -175,7 +175,7 @@ impl Render for Acp {
         }
         let mut upd = card_base(child, Some(status), title);
         let mut content = vec![session_ref(child)];
-        if child.state == ChildState::Cancelled {
+        if child.state() == ChildState::Cancelled {
             content
                 .push(json!({"type": "content", "content": {"type": "text", "text": "Cancelled"}}));
         }
@@ -184,7 +184,7 @@ impl Render for Acp {
     }
 
     /// The spawn tool call points at the child session (before what the agent put there).
-    fn spawn_update(&self, child: &Child, update: &mut Value, is_new: bool) {
+    pub fn spawn_update(&self, child: &Child, update: &mut Value, is_new: bool) {
         let agent = match update.get("content") {
             Some(Value::Array(items)) => Some(items.clone()),
             _ => None,
@@ -197,12 +197,9 @@ impl Render for Acp {
         update["content"] = Value::Array(items);
     }
 
-    fn child_step(&mut self, _child: &mut Child, _step: &Step<'_>) -> Option<CardChange> {
-        // The client follows the child's own session: no progress to fold into a card.
-        None
-    }
-
-    fn announce(&mut self, child: &Child) -> Vec<Value> {
+    /// The part of [`Acp::sync`] that must come before a frame of the child: its
+    /// announcement (or a new title). The rest (its task, its end) follows the frame.
+    pub fn announce(&mut self, child: &Child) -> Vec<Value> {
         let told = self.told.entry(child.id.clone()).or_default();
         let title = title_of(child);
         let shown = Shown::of(child);
@@ -238,7 +235,11 @@ impl Render for Acp {
         }
     }
 
-    fn sync(&mut self, child: &Child) -> Vec<Value> {
+    /// Updates for the parent's session that bring the client's view of the child up to
+    /// date: the announcement before anything else of the child, then its title, task and
+    /// state. The engine calls it wherever the child may have changed; only what changed is
+    /// returned.
+    pub fn sync(&mut self, child: &Child) -> Vec<Value> {
         let mut out = self.announce(child);
         let Some(told) = self.told.get_mut(&child.id) else {
             return out;
@@ -281,16 +282,17 @@ impl Render for Acp {
         out
     }
 
-    fn reopened(&mut self, child_id: &str) {
+    /// The parent's thread is being rebuilt (its `session/load` replay): what the client was
+    /// told of this child is gone.
+    pub fn reopened(&mut self, child_id: &ChildId) {
         self.told.remove(child_id);
     }
 
-    fn follows_children(&self) -> bool {
-        true
-    }
-
+    /// Line `index` of the child's thread on its way to the client under the child's id (live
+    /// or on a `session/load`): what is sent instead, if anything.
+    ///
     /// A task recorded in the child's thread is the incoming view of the parent's message.
-    fn child_line(&self, child: &Child, index: usize, text: &str) -> Option<Value> {
+    pub fn child_line(&self, child: &Child, index: usize, text: &str) -> Option<Value> {
         let block = user_block(text)?;
         let id = task_message_id(child, index);
         Some(json!({"sessionUpdate": "session_message", "messageId": id,
@@ -298,9 +300,10 @@ impl Render for Acp {
             "senderMessageId": id, "content": [block]}))
     }
 
-    /// A foreground child whose end was never reported: its state is unknown now.
-    fn turn_ended(&mut self, child: &Child) -> Vec<Value> {
-        if child.state.is_final() || child.run == Run::Background {
+    /// The parent's prompt turn ended while the child is open: a foreground child whose end
+    /// was never reported is in an unknown state now.
+    pub fn turn_ended(&mut self, child: &Child) -> Vec<Value> {
+        if child.state().is_final() || child.run() == Run::Background {
             return Vec::new();
         }
         let Some(told) = self.told.get_mut(&child.id) else {
@@ -315,11 +318,13 @@ impl Render for Acp {
         vec![patch]
     }
 
-    fn forget(&mut self, child_id: &str) {
+    /// The engine let go of a child: drop what was told of it.
+    pub fn forget(&mut self, child_id: &ChildId) {
         self.told.remove(child_id);
     }
 
-    fn footprint(&self) -> Vec<(&'static str, usize)> {
+    /// Sizes of what is kept per child.
+    pub fn footprint(&self) -> Vec<(&'static str, usize)> {
         vec![("acp_told", self.told.len())]
     }
 }
@@ -412,7 +417,7 @@ mod tests {
             "Agent".into(),
         );
         c.title = "Task".into();
-        c.state = ChildState::Running;
+        c.start();
         c
     }
 

@@ -355,21 +355,16 @@ impl Render for Transcript {
     }
 
     /// Status and title if given, the answer (once the card is final) and the log as content.
-    fn card_update(
-        &self,
-        child: &Child,
-        status: Option<&str>,
-        title: Option<&str>,
-    ) -> Option<Value> {
+    fn card_update(&self, child: &Child, status: Option<&str>, title: Option<&str>) -> Value {
         let mut upd = card_base(child, status, title);
         let ended = matches!(status, Some("completed" | "failed"));
         if ended {
-            let note = (child.state == ChildState::Cancelled).then_some("Cancelled");
+            let note = (child.state() == ChildState::Cancelled).then_some("Cancelled");
             upd["content"] = self.final_content(child, note);
         } else if let Some(log) = self.log(child) {
             upd["content"] = content(Some(log), None);
         }
-        Some(upd)
+        upd
     }
 
     fn spawn_update(&self, child: &Child, update: &mut Value, _is_new: bool) {
@@ -465,11 +460,10 @@ impl Render for Transcript {
     }
 
     /// Fold the child's work into its card, at each step and each new text run.
-    fn child_step(&mut self, child: &mut Child, step: &Step<'_>) -> Option<CardChange> {
+    fn child_step(&mut self, child: &Child, step: &Step<'_>) -> Option<CardChange> {
         let text_run_starts = step.kind == "agent_message_chunk" && step.new_entry;
         (step.new_tool_call || step.tool_status || text_run_starts)
-            .then(|| self.card_update(child, None, None).map(CardChange::Update))
-            .flatten()
+            .then(|| CardChange::Update(self.card_update(child, None, None)))
     }
 
     /// A foreground card still open when the turn ends: closed with what the child did (a
@@ -499,7 +493,7 @@ impl Render for Transcript {
             }
         }
         if closes && child.card_is_final() {
-            shown.extend(self.card_update(child, Some(child.state.card_status()), None));
+            shown.push(self.card_update(child, Some(child.state().card_status()), None));
         }
         shown
     }
@@ -520,7 +514,7 @@ impl Render for Transcript {
         shown
     }
 
-    fn forget(&mut self, child_id: &str) {
+    fn forget(&mut self, child_id: &ChildId) {
         self.logs.remove(child_id);
     }
 

@@ -72,22 +72,26 @@ pub fn card_update(child: &Child, status: Option<&str>, title: Option<&str>) -> 
 /// is sent at every step of every child).
 pub fn progress_notification(session: &str, child: &Child, title: &str) -> Bytes {
     let turn = child.current_turn();
-    session_update_with(session, 192 + title.len() + child.id.len(), |line| {
-        // Strings and integers serialise into a Vec infallibly.
-        line.extend_from_slice(br#"{"sessionUpdate":"tool_call_update","toolCallId":"#);
-        let _ = serde_json::to_writer(&mut *line, &child.spawn_id);
-        line.extend_from_slice(br#","title":"#);
-        let _ = serde_json::to_writer(&mut *line, title);
-        line.extend_from_slice(br#","_meta":{"subagent_session_info":{"session_id":"#);
-        let _ = serde_json::to_writer(&mut *line, &child.id);
-        line.extend_from_slice(br#","message_start_index":"#);
-        let _ = serde_json::to_writer(&mut *line, &turn.start);
-        if let Some(end) = turn.end {
-            line.extend_from_slice(br#","message_end_index":"#);
-            let _ = serde_json::to_writer(&mut *line, &end);
-        }
-        line.extend_from_slice(b"}}}");
-    })
+    session_update_with(
+        session,
+        192 + title.len() + child.id.as_str().len(),
+        |line| {
+            // Strings and integers serialise into a Vec infallibly.
+            line.extend_from_slice(br#"{"sessionUpdate":"tool_call_update","toolCallId":"#);
+            let _ = serde_json::to_writer(&mut *line, &child.spawn_id);
+            line.extend_from_slice(br#","title":"#);
+            let _ = serde_json::to_writer(&mut *line, title);
+            line.extend_from_slice(br#","_meta":{"subagent_session_info":{"session_id":"#);
+            let _ = serde_json::to_writer(&mut *line, &child.id);
+            line.extend_from_slice(br#","message_start_index":"#);
+            let _ = serde_json::to_writer(&mut *line, &turn.start);
+            if let Some(end) = turn.end {
+                line.extend_from_slice(br#","message_end_index":"#);
+                let _ = serde_json::to_writer(&mut *line, &end);
+            }
+            line.extend_from_slice(b"}}}");
+        },
+    )
 }
 
 /// The live-progress title: `Task · latest activity · N steps`, bounded (no step count
@@ -208,15 +212,10 @@ impl Render for Zed {
         synthesized_card(child)
     }
 
-    fn card_update(
-        &self,
-        child: &Child,
-        status: Option<&str>,
-        title: Option<&str>,
-    ) -> Option<Value> {
+    fn card_update(&self, child: &Child, status: Option<&str>, title: Option<&str>) -> Value {
         let mut card = card_update(child, status, title);
         mark_cancelled(child, status, &mut card);
-        Some(card)
+        card
     }
 
     fn spawn_update(&self, child: &Child, update: &mut Value, is_new: bool) {
@@ -227,11 +226,15 @@ impl Render for Zed {
         self.live_progress.then(|| progress_title(child))
     }
 
-    fn child_step(&mut self, child: &mut Child, step: &Step<'_>) -> Option<CardChange> {
+    fn live_progress(&self) -> bool {
+        self.live_progress
+    }
+
+    fn child_step(&mut self, child: &Child, step: &Step<'_>) -> Option<CardChange> {
         if !(step.new_tool_call && self.live_progress) {
             return None;
         }
-        child.show_step(step.title.map(str::to_owned));
+        // The engine counted the step (`Child::show_step`): the title shows it.
         let title = progress_title(child);
         Some(if step.nested {
             CardChange::Update(card_update(child, None, Some(&title)))

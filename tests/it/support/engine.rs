@@ -37,7 +37,7 @@ impl StoreModel {
             StoreOp::UpsertChild { child_id, .. }
             | StoreOp::AppendUpdate { child_id, .. }
             | StoreOp::SetState { child_id, .. }
-            | StoreOp::SetIndices { child_id, .. } => child_id.clone(),
+            | StoreOp::SetIndices { child_id, .. } => child_id.to_string(),
         };
         if let Ok(mut ids) = self.ids.lock() {
             ids.insert(id);
@@ -251,7 +251,7 @@ impl Harness {
                     self.engine.restore(kids);
                 }
                 Action::FetchChild { child_id, request } => {
-                    let found = self.store.child(&child_id);
+                    let found = self.store.child(child_id.as_str());
                     let mut out = Vec::new();
                     self.engine
                         .child_fetched(found, request, self.now, &mut out);

@@ -10,6 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use acp_proxy::store::{ChildState, Store, StoreConfig, StoreLocation, StoreOp};
+use acp_proxy::subagents::ids::ChildId;
 
 const ENV: &str = "ACP_PROXY_TEST_STORE_WRITER";
 
@@ -85,7 +86,7 @@ fn writer_process() {
     })
     .expect("open the store");
     store.submit(StoreOp::UpsertChild {
-        child_id: child.to_owned(),
+        child_id: ChildId::known(child.to_owned()),
         parent_session_id: "bench".to_owned(),
         spawn_tool_call_id: format!("bench-{child}"),
         agent: "bench-writer".to_owned(),
@@ -101,7 +102,7 @@ fn writer_process() {
         while n < end {
             n += 1;
             store.submit(StoreOp::AppendUpdate {
-                child_id: child.to_owned(),
+                child_id: ChildId::known(child.to_owned()),
                 update: format!(
                     r#"{{"sessionUpdate":"agent_message_chunk","n":{n},"content":{{"type":"text","text":"update {n} of {child}"}}}}"#
                 )
