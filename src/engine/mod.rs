@@ -7,7 +7,8 @@
 //! Its whole API is the one `impl Engine` here: frames from the client
 //! ([`Engine::from_client`]), runs of lines from the agent ([`Engine::from_agent`]), time
 //! ([`Engine::poll_timeout`], [`Engine::handle_timeout`]), the store's answers
-//! ([`Engine::restore`], [`Engine::child_fetched`]) and the agent's end. The work is split by
+//! ([`Engine::restore`], [`Engine::child_fetched`]), the agent's records of children
+//! ([`Engine::record_read`]) and the agent's end. The work is split by
 //! concern, the main flow apart from what single agent families need:
 //! - `handshake`: `initialize`, which decides the output flavour (and its renderer);
 //! - `runs`: a run of agent lines, the ones the state cannot concern passed untouched;
@@ -51,6 +52,7 @@ use crate::subagents::detect::Detector;
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::{History, Registry};
 use crate::subagents::persist::StoredChild;
+use crate::subagents::records::Record;
 use crate::subagents::render::Render;
 use crate::wire::envelope::{self, Kind, Parsed};
 use crate::wire::keys;
@@ -126,6 +128,8 @@ pub struct Engine {
     agent_replays: AgentReplays,
     /// Calls beside spawns that carry their children's work.
     siblings: Siblings,
+    /// Agent ids of children whose agent keeps a record of them on disk.
+    child_records: quirks::records::ChildRecords,
 }
 
 impl Default for Engine {
@@ -179,6 +183,7 @@ impl Engine {
             pace: child::pace::Pacer::default(),
             agent_replays: AgentReplays::default(),
             siblings: Siblings::default(),
+            child_records: Default::default(),
         }
     }
 
@@ -477,6 +482,16 @@ impl Engine {
         }
     }
 
+    /// The shell's answer to [`Action::FollowRecord`]: what the agent's record says of a
+    /// child that ended.
+    pub fn record_read(&mut self, child: &str, record: Record, now: Millis, out: &mut Vec<Action>) {
+        self.now = self.now.max(now);
+        let Some(cid) = self.reg.get(child).map(|c| c.id.clone()) else {
+            return;
+        };
+        self.record_arrived(&cid, record, out);
+    }
+
     /// The agent is gone: answer every request the client still waits for with an error
     /// that says why, oldest first.
     pub fn agent_gone(&mut self, reason: &str, out: &mut Vec<Action>) {
@@ -526,6 +541,7 @@ impl Engine {
         sizes.extend(self.reopen.footprint());
         sizes.extend(self.agent_replays.footprint());
         sizes.extend(self.siblings.footprint());
+        sizes.extend(self.child_records.footprint());
         sizes
     }
 

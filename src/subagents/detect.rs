@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::lines::{Grammar, Transcript};
 use super::preset::{EndRule, Preset};
-use super::spec::{ChildReplay, SiblingContent, SpawnEventKind, TranscriptOn};
+use super::spec::{ChildRecord, ChildReplay, SiblingContent, SpawnEventKind, TranscriptOn};
 use super::vocab::{first_text, value_text, Source};
 use crate::wire::keys::{string_after_key, Found, Signals};
 
@@ -388,6 +388,7 @@ impl Detector {
                 && p.spawn_event.is_empty()
                 && p.transcript.is_none()
                 && p.child_replay == ChildReplay::None
+                && p.child_record == ChildRecord::None
         })
     }
 
@@ -395,6 +396,12 @@ impl Detector {
     pub fn child_replay_of(&self, id: PresetId) -> ChildReplay {
         self.preset(id)
             .map_or(ChildReplay::None, |p| p.child_replay)
+    }
+
+    /// The agent's own record of a child that the proxy reads, if any.
+    pub fn child_record_of(&self, id: PresetId) -> ChildRecord {
+        self.preset(id)
+            .map_or(ChildRecord::None, |p| p.child_record)
     }
 
     /// Whether unmarked events may be attributed by timing (opt-in per preset).

@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use super::lines::Grammar;
-use super::spec::{ChildReplay, PresetSpec, SiblingContent, SourceSpec, SpawnEventKind, SpawnSpec};
+use super::spec::{
+    ChildRecord, ChildReplay, PresetSpec, SiblingContent, SourceSpec, SpawnEventKind, SpawnSpec,
+};
 use super::vocab::{check_pointer, final_key, quoted, Pattern, PresetError, Rule, Source};
 
 /// Where a preset comes from.
@@ -97,6 +99,7 @@ pub struct PresetData {
     pub progress: Vec<Source>,
     pub agent_child_id: Vec<Source>,
     pub child_replay: ChildReplay,
+    pub child_record: ChildRecord,
     pub background: Vec<Rule>,
     pub end: Vec<EndRule>,
     pub sibling: Vec<SiblingRule>,
@@ -321,6 +324,7 @@ impl Preset {
             progress: sources(&spec.progress, &format!("{key}.progress"))?,
             agent_child_id: sources(&spec.agent_child_id, &format!("{key}.agent_child_id"))?,
             child_replay: spec.child_replay.unwrap_or_default(),
+            child_record: spec.child_record.unwrap_or_default(),
             parent,
             background,
             end,
@@ -448,6 +452,10 @@ impl Preset {
         add(
             self.child_replay == ChildReplay::SessionLoadAfterTurn,
             "child replay (session/load, after the parent's turn)",
+        );
+        add(
+            self.child_record == ChildRecord::ClaudeCode,
+            "child record (Claude Code's subagent transcript)",
         );
         add(!self.background.is_empty(), "background launches");
         add(!self.end.is_empty(), "end signals");

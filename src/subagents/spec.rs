@@ -45,6 +45,8 @@ pub struct PresetSpec {
     pub progress: Option<Sources>,
     pub agent_child_id: Option<Sources>,
     pub child_replay: Option<ChildReplay>,
+    /// The agent's own record of each child on disk, read for what the wire leaves out.
+    pub child_record: Option<ChildRecord>,
     pub background: Option<Vec<RuleSpec>>,
     pub end: Option<Vec<EndSpec>>,
     pub sibling: Option<Vec<SiblingSpec>>,
@@ -74,6 +76,7 @@ impl PresetSpec {
             progress: self.progress.or(b.progress),
             agent_child_id: self.agent_child_id.or(b.agent_child_id),
             child_replay: self.child_replay.or(b.child_replay),
+            child_record: self.child_record.or(b.child_record),
             background: self.background.or(b.background),
             end: self.end.or(b.end),
             sibling: self.sibling.or(b.sibling),
@@ -248,6 +251,20 @@ impl ChildReplay {
     pub fn replays(self) -> bool {
         self != ChildReplay::None
     }
+}
+
+/// A record the agent keeps of each child on local disk, found by the agent's child id (see
+/// `agent_child_id`): the proxy reads it (read-only, off the relay path) for what the wire
+/// leaves out. Each value names a reader of one agent's format (`subagents::records`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChildRecord {
+    /// No record is read.
+    #[default]
+    None,
+    /// Claude Code's `projects/<project>/<session>/subagents/agent-<agent id>.jsonl` under
+    /// its config folder (`CLAUDE_CONFIG_DIR`, else `~/.claude`).
+    ClaudeCode,
 }
 
 /// A later frame that ends a background child: it names the spawn and a status.

@@ -198,6 +198,19 @@ pub(crate) const EXPECT: &[Expect] = &[
         known_bugs: &[],
     },
     Expect {
+        kit: "claude-node20",
+        card_title: "Survey text files ({tag})",
+        title_max_chars: 0,
+        tool_name: "Agent",
+        child_tools_in: &["one", "two", "background"],
+        child_answer_in: &["one", "two", "background"],
+        background_followup: true,
+        background_open: false,
+        child_event_keys: &["/_meta/claudeCode/parentToolUseId"],
+        sibling_calls: "",
+        known_bugs: &[],
+    },
+    Expect {
         kit: "codex",
         // codex-acp sends no title: the proxy names the card after the spawn message's first
         // line, cut short (the `codex` preset's `announce.title`).
@@ -525,6 +538,10 @@ pub(crate) struct KitToml {
     pub(crate) model_server: bool,
     pub(crate) scenarios: Vec<String>,
     pub(crate) timeout_secs: u64,
+    /// Zed (and so the proxy) runs with the agent's home as `HOME`, as a user's does: for
+    /// agents whose files on disk the proxy reads (`child_record`).
+    #[serde(default)]
+    pub(crate) proxy_home: bool,
 }
 
 pub(crate) const SCENARIOS: &[&str] = &["one", "two", "background"];

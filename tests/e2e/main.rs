@@ -43,6 +43,7 @@ macro_rules! kit_tests {
 kit_tests! {
     claude_legacy => "claude-legacy",
     claude_acp => "claude-acp",
+    claude_node20 => "claude-node20",
     codex => "codex",
     qwen => "qwen",
     opencode => "opencode",

@@ -44,6 +44,7 @@ mod store_processes;
 mod store_restart;
 mod zed_agent_cards;
 mod zed_agentpool;
+mod zed_child_records;
 mod zed_droid;
 mod zed_dsh;
 mod zed_faults;

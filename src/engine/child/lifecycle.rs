@@ -191,6 +191,7 @@ impl Engine {
             self.end_progress(&old);
             self.agent_replays.forget(&old);
             self.siblings.forget(&old);
+            self.child_records.forget(&old);
             self.reopen.forget(old.as_str());
         }
     }

@@ -140,6 +140,7 @@ impl Engine {
         let Some(preset) = self.reg.get(cid).map(|c| c.preset) else {
             return;
         };
+        self.note_record_id(cid, preset, &update);
         let reading = self.read_spawn_update(preset, &update);
         let keeps_open = preset.is_some_and(|p| self.detector.keeps_background_open(p));
         let unseen = preset.is_some_and(|p| self.detector.child_unseen(p));
@@ -278,6 +279,10 @@ impl Engine {
         }
         if finished {
             self.close_spawn_events(cid, completed, out);
+        }
+        if launched || step == SpawnStep::Finished(ChildState::Running) {
+            // The child runs on: its agent's record of it may tell its end.
+            self.follow_record(cid, out);
         }
         let Some(child) = self.reg.get_mut(cid) else {
             return;

@@ -2,12 +2,14 @@
 //! the agent replays itself and the proxy fetches (`child_fetch`, OpenCode), calls beside a
 //! spawn that carry its child's work (`sibling`, AgentPool) and work folded into text
 //! (`folded`), children attributed by timing (`timing`), end signals outside the card
-//! (`end_signals`), cards another link made (`foreign`), and announcements refused (`guards`).
+//! (`end_signals`), cards another link made (`foreign`), announcements refused (`guards`), and
+//! the agent's own records of background children on disk (`records`).
 
 pub(super) mod child_fetch;
 pub(super) mod end_signals;
 pub(super) mod folded;
 pub(super) mod foreign;
 pub(super) mod guards;
+pub(super) mod records;
 pub(super) mod sibling;
 pub(super) mod timing;
