@@ -128,6 +128,8 @@ pub struct Engine {
     agent_replays: AgentReplays,
     /// Calls beside spawns that carry their children's work.
     siblings: Siblings,
+    /// Announced children whose task no frame carries, with the preset's note.
+    untold_tasks: quirks::end_signals::UntoldTasks,
     /// Agent ids of children whose agent keeps a record of them on disk.
     child_records: quirks::records::ChildRecords,
 }
@@ -183,6 +185,7 @@ impl Engine {
             pace: child::pace::Pacer::default(),
             agent_replays: AgentReplays::default(),
             siblings: Siblings::default(),
+            untold_tasks: Default::default(),
             child_records: Default::default(),
         }
     }
@@ -542,6 +545,7 @@ impl Engine {
         sizes.extend(self.agent_replays.footprint());
         sizes.extend(self.siblings.footprint());
         sizes.extend(self.child_records.footprint());
+        sizes.extend(self.untold_tasks.footprint());
         sizes
     }
 

@@ -126,6 +126,8 @@ pub struct SpawnEvent {
 pub struct Announce {
     pub title: Option<String>,
     pub prompt: Option<String>,
+    /// The note the child thread opens with when no task is known (`announce.no_prompt`).
+    pub no_prompt: Option<String>,
 }
 
 fn owned(t: Option<Cow<'_, str>>) -> Option<String> {
@@ -506,9 +508,19 @@ impl Detector {
                 .find_map(|p| first_text(pick(p), update))
                 .map(Cow::into_owned)
         };
+        let prompt = read(|p| &p.announce.prompt);
+        let no_prompt = if prompt.is_none() {
+            self.0
+                .presets
+                .iter()
+                .find_map(|p| p.announce.no_prompt.clone())
+        } else {
+            None
+        };
         Announce {
             title: read(|p| &p.announce.title),
-            prompt: read(|p| &p.announce.prompt),
+            prompt,
+            no_prompt,
         }
     }
 }

@@ -74,6 +74,7 @@ pub struct SpawnEventRule {
 pub struct Announce {
     pub title: Vec<Source>,
     pub prompt: Vec<Source>,
+    pub no_prompt: Option<String>,
 }
 
 /// A compiled preset (cheap to clone).
@@ -299,6 +300,7 @@ impl Preset {
             Some(a) => Announce {
                 title: Source::compile_all(&a.title, &format!("{key}.announce.title"))?,
                 prompt: Source::compile_all(&a.prompt, &format!("{key}.announce.prompt"))?,
+                no_prompt: a.no_prompt.clone().filter(|n| !n.trim().is_empty()),
             },
             None => Announce::default(),
         };

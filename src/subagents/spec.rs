@@ -401,6 +401,9 @@ pub struct AnnounceSpec {
     pub title: Sources,
     #[serde(default)]
     pub prompt: Sources,
+    /// What the child thread opens with when the announcement carries no task (none of
+    /// `prompt` reads one) and no `session_message` brings it: why it is not there.
+    pub no_prompt: Option<String>,
 }
 
 #[cfg(test)]

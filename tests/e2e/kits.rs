@@ -9,7 +9,7 @@ use crate::checks::Failure;
 use serde::Deserialize;
 
 /// What Zed should end up showing for one agent. Placeholders: `{tag}` is the subagent's tag
-/// (`alpha`, `beta`).
+/// (`alpha`, `beta`), `{Tag}` the same capitalised.
 #[derive(Debug)]
 pub(crate) struct Expect {
     /// The kit folder under tests/e2e/agents/.
@@ -113,6 +113,10 @@ const GEMINI_NO_PROMPT: &str =
     "gemini: the spawn carries no task prompt (no rawInput): the child thread holds only the proxy's note of what is known";
 const GEMINI_NO_SESSION: &str =
     "gemini 0.61.0: session/load often answers \"No previous sessions found for this project.\" though the chat files exist";
+const CODEX_V2_NO_PROMPT: &str =
+    "codex multi-agent V2: the announcement names the task (`task_name`, as the title) but \
+     carries no task, and no frame does (the model hands it to the child as encrypted content): \
+     the child thread opens with the preset's note saying so";
 const GEMINI_REPLAY_TITLE: &str = "gemini: a replayed spawn is titled `Invoke Subagent`";
 const DROID_BACKGROUND_REPLAY: &str =
     "droid 0.225.2: session/load replays a background Task's spawn `completed` in its first frame \
@@ -224,6 +228,20 @@ pub(crate) const EXPECT: &[Expect] = &[
         child_event_keys: &[],
         sibling_calls: "",
         known_bugs: &[],
+    },
+    Expect {
+        kit: "codex-v2",
+        // V2 announces the child with its task name, capitalised, as the title.
+        card_title: "{Tag}",
+        title_max_chars: 0,
+        tool_name: "spawn_agent",
+        child_tools_in: &["one", "two", "background"],
+        child_answer_in: &["one", "two", "background"],
+        background_followup: false,
+        background_open: false,
+        child_event_keys: &[],
+        sibling_calls: "",
+        known_bugs: &[bug("*", "child-prompt", "", CODEX_V2_NO_PROMPT)],
     },
     Expect {
         kit: "qwen",
@@ -513,7 +531,15 @@ impl Expect {
     }
 
     pub(crate) fn title(&self, tag: &str) -> String {
-        let title = self.card_title.replace("{tag}", tag);
+        let mut cap = tag.chars();
+        let capitalised: String = cap
+            .next()
+            .map(|c| c.to_uppercase().chain(cap).collect())
+            .unwrap_or_default();
+        let title = self
+            .card_title
+            .replace("{tag}", tag)
+            .replace("{Tag}", &capitalised);
         match self.title_max_chars {
             n if n > 0 && title.chars().count() > n => {
                 let mut cut: String = title.chars().take(n - 1).collect();

@@ -45,6 +45,7 @@ kit_tests! {
     claude_acp => "claude-acp",
     claude_node20 => "claude-node20",
     codex => "codex",
+    codex_v2 => "codex-v2",
     qwen => "qwen",
     opencode => "opencode",
     gemini => "gemini",

@@ -192,6 +192,7 @@ impl Engine {
             self.agent_replays.forget(&old);
             self.siblings.forget(&old);
             self.child_records.forget(&old);
+            self.untold_tasks.forget(&old);
             self.reopen.forget(old.as_str());
         }
     }
