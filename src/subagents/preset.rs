@@ -459,6 +459,10 @@ impl Preset {
             self.child_record == ChildRecord::ClaudeCode,
             "child record (Claude Code's subagent transcript)",
         );
+        add(
+            self.child_record == ChildRecord::Cline,
+            "child record (Cline's subagent messages)",
+        );
         add(!self.background.is_empty(), "background launches");
         add(!self.end.is_empty(), "end signals");
         add(!self.sibling.is_empty(), "sibling calls");

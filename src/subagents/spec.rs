@@ -254,8 +254,8 @@ impl ChildReplay {
 }
 
 /// A record the agent keeps of each child on local disk, found by the agent's child id (see
-/// `agent_child_id`): the proxy reads it (read-only, off the relay path) for what the wire
-/// leaves out. Each value names a reader of one agent's format (`subagents::records`).
+/// `agent_child_id`) or by the child's task: the proxy reads it (read-only, off the relay
+/// path) for what the wire leaves out. Each value names a reader of one agent's format (`subagents::records`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ChildRecord {
@@ -265,6 +265,9 @@ pub enum ChildRecord {
     /// Claude Code's `projects/<project>/<session>/subagents/agent-<agent id>.jsonl` under
     /// its config folder (`CLAUDE_CONFIG_DIR`, else `~/.claude`).
     ClaudeCode,
+    /// Cline's `~/.cline/data/sessions/<session>/agent_<id>.messages.json`, found by the
+    /// child's task (its first message); the id is never on the wire.
+    Cline,
 }
 
 /// A later frame that ends a background child: it names the spawn and a status.

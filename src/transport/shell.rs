@@ -116,8 +116,13 @@ impl Shell {
             .engine
             .poll_timeout()
             .map(|ms| self.clock + Duration::from_millis(ms));
-        // While records are followed, a tick collects the ends they tell.
-        let records = self.records.active().then(|| Instant::now() + POLL);
+        // While records are followed, a tick collects the ends they tell: on a fixed grid,
+        // so that a busy relay (whose every wake-up asks again) cannot put it off for good.
+        let records = self.records.active().then_some(()).and_then(|()| {
+            let polls = self.clock.elapsed().as_millis() / POLL.as_millis() + 1;
+            let at = u64::try_from(polls * POLL.as_millis()).ok()?;
+            self.clock.checked_add(Duration::from_millis(at))
+        });
         engine.into_iter().chain(records).min()
     }
 
@@ -385,6 +390,7 @@ impl Shell {
                 }
                 Action::FollowRecord(watch) => {
                     let child = watch.child.clone();
+                    tracing::debug!(?watch, "following the agent's record of a subagent");
                     if !self.records.follow(watch) {
                         tracing::warn!("subagent {child}: too many records followed; its thread holds what the wire says");
                     }

@@ -147,7 +147,9 @@ const CLINE_UPDATE_FIRST: &str =
 const CLINE_NO_TIE: &str =
     "cline 3.0.65: a child's words and tool calls come on the parent with nothing naming the \
      spawn: with two children open, timing cannot attribute them and they stay in the parent \
-     (Cline stores each child as `<parent>__agent_<id>`, an id never on the wire)";
+     (Cline stores each child as `<parent>__agent_<id>`, an id never on the wire); a child \
+     whose thread then holds only its task gets its work from Cline's record of it when its \
+     spawn completes, so its tool calls show in its thread and, as sent, in the parent";
 const AGENTPOOL_NO_REPLAY: &str =
     "AgentPool: session/load replays nothing, and the proxy re-creates from its store only \
      the cards of standard-wire children, so the reopened thread is empty";
@@ -447,6 +449,12 @@ pub(crate) const EXPECT: &[Expect] = &[
                 CLINE_UPDATE_FIRST,
             ),
             bug("two", "parent-clean", "live: a child's words", CLINE_NO_TIE),
+            sometimes(
+                "two",
+                "parent-clean",
+                "is also in the parent thread",
+                CLINE_NO_TIE,
+            ),
             sometimes(
                 "two",
                 "child-thread",

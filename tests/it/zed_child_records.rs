@@ -5,7 +5,7 @@
 //! `tests/fixtures/e2e/claude-agent-acp-0.49.0-*.dump.jsonl` and the record Claude Code wrote
 //! in the background run (`…-background.agent.jsonl`).
 
-use acp_proxy::subagents::records::{self, Record};
+use acp_proxy::subagents::records::{self, Record, RecordWatch};
 use acp_proxy::subagents::spec::ChildRecord;
 use serde_json::Value;
 
@@ -86,10 +86,20 @@ fn child_thread(h: &mut Harness, child: &str) -> Vec<String> {
     entry_lines(&h.zed.threads[child].entries)
 }
 
+fn claude_watch(agent_id: &str) -> RecordWatch {
+    RecordWatch {
+        child: String::new(),
+        session: String::new(),
+        agent_id: agent_id.to_owned(),
+        task: None,
+        format: ChildRecord::ClaudeCode,
+        within_ms: 0,
+    }
+}
+
 fn the_record() -> Record {
     records::parse(
-        ChildRecord::ClaudeCode,
-        AGENT_ID,
+        &claude_watch(AGENT_ID),
         fixture("claude-agent-acp-0.49.0-background.agent.jsonl").as_bytes(),
     )
 }
@@ -118,8 +128,7 @@ fn the_record_of_claude_codes_background_child_reads_as_its_thread() {
     );
     // Another child's id reads as nothing.
     let other = records::parse(
-        ChildRecord::ClaudeCode,
-        "a0000000000000000",
+        &claude_watch("a0000000000000000"),
         fixture("claude-agent-acp-0.49.0-background.agent.jsonl").as_bytes(),
     );
     assert_eq!(other, Record::default());
@@ -207,4 +216,48 @@ fn a_record_that_has_not_ended_or_a_foreground_child_changes_nothing() {
     // A foreground child ends with its spawn: no record is followed.
     let h = play(&frames("claude-agent-acp-0.49.0-one.dump.jsonl"));
     assert!(h.records.is_empty(), "{:?}", h.records);
+}
+
+/// Cline 3.0.65 with two children open: their events come on the parent tied to neither, so
+/// the first to end has only its task in its thread; its spawn's answer waits for Cline's
+/// record of it (found by the task), whose thread goes in its place.
+#[test]
+fn clines_parallel_child_gets_its_work_from_clines_record() {
+    const TASK: &str = "SUBAGENT:alpha list the text files in the project and report what you find";
+    let frames = frames("cline-3.0.65-two.dump.jsonl");
+    let mut h = play(&frames);
+    assert_eq!(h.records.len(), 1, "{:?}", h.records);
+    let watch = h.records[0].clone();
+    assert_eq!(watch.format, ChildRecord::Cline);
+    assert_eq!(watch.task.as_deref(), Some(TASK));
+    let alpha = watch.child.clone();
+    // Until the record comes, the thread holds the task only (the answer waits).
+    assert_eq!(child_thread(&mut h, &alpha), [format!("user:{TASK}")]);
+    let record = records::parse(
+        &watch,
+        fixture("cline-3.0.65-two.agent-alpha.messages.json").as_bytes(),
+    );
+    assert!(record.ended());
+    h.record_read(&alpha, record);
+    let thread = entry_lines(&h.zed.threads[&alpha].entries);
+    assert_eq!(thread.len(), 4, "{thread:?}");
+    assert_eq!(thread[1], "agent:Subagent alpha looking around.");
+    assert!(thread[2].starts_with("tool:call_"), "{thread:?}");
+    assert_eq!(
+        thread[3],
+        "agent:SUB-ANSWER alpha: the project holds a.txt, b.txt."
+    );
+    h.assert_zed_clean();
+
+    // No record in time: the answer the spawn gave.
+    let mut h = play(&frames);
+    let alpha = h.records[0].child.clone();
+    h.record_read(&alpha, Record::default());
+    assert_eq!(
+        child_thread(&mut h, &alpha),
+        [
+            format!("user:{TASK}"),
+            "agent:SUB-ANSWER alpha: the project holds a.txt, b.txt.".to_owned()
+        ]
+    );
 }

@@ -178,6 +178,7 @@ impl Engine {
                 break;
             };
             let busy = self.agent_replays.pending(&old)
+                || self.child_records.awaited(&old)
                 || self
                     .reg
                     .children

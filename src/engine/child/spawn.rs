@@ -268,7 +268,13 @@ impl Engine {
         }
         match (&fetch, ending) {
             (Some(_), ending) => self.agent_replays.fallback(cid, ending),
-            (None, Some(u)) => self.record_in(cid, &u, out),
+            (None, Some(u)) => {
+                // The agent's record of the child, when its preset reads one and the wire
+                // brought none of its work, goes in the answer's place.
+                if !self.await_record(cid, &u, out) {
+                    self.record_in(cid, &u, out);
+                }
+            }
             (None, None) => {}
         }
         if let Some(event) = &reading.event {

@@ -3,7 +3,7 @@
 //! spawn that carry its child's work (`sibling`, AgentPool) and work folded into text
 //! (`folded`), children attributed by timing (`timing`), end signals outside the card
 //! (`end_signals`), cards another link made (`foreign`), announcements refused (`guards`), and
-//! the agent's own records of background children on disk (`records`).
+//! the agent's own records of children on disk (`records`).
 
 pub(super) mod child_fetch;
 pub(super) mod end_signals;

@@ -1,10 +1,17 @@
-//! Children the agent keeps a record of on local disk (`child_record`, Claude Code's
-//! `subagents/agent-<id>.jsonl`). The engine does no I/O: when a background child launches
-//! (its spawn completed at once, the child runs on) it asks the shell to follow the child's
-//! record ([`Action::FollowRecord`]); the shell reads it off the relay path and hands back
-//! what it says once the child ended ([`Engine::record_read`]). The wire stays the first
-//! source: the record adds only what the child thread lacks (the child's answer; its whole
-//! work when the wire brought none of it), and a child the wire already ended is left alone.
+//! Children the agent keeps a record of on local disk (`child_record`: Claude Code's
+//! `subagents/agent-<id>.jsonl`, Cline's `agent_<id>.messages.json`). The engine does no I/O:
+//! it asks the shell to follow the child's record ([`Action::FollowRecord`]); the shell reads
+//! it off the relay path and hands back what it says once the child ended, or an empty record
+//! when it gave up ([`Engine::record_read`]). When:
+//! - a background child launches (its spawn completed at once, the child runs on): the
+//!   record tells its end and answer, which the wire may never send (Claude on Node 20);
+//! - a foreground child's spawn completes and its thread holds only its task (the wire
+//!   brought none of its work, or none the proxy could tie to it: Cline's parallel
+//!   children): the answer waits [`FOREGROUND_WAIT_MS`] at most for the record, whose thread
+//!   then goes in its place.
+//!
+//! The wire stays the first source: the record adds only what the child thread lacks, and a
+//! child whose work came on the wire is left alone.
 
 use std::collections::HashMap;
 
@@ -22,11 +29,19 @@ use crate::subagents::spec::ChildRecord;
 /// Agent child ids remembered, at most (the map is cleared past it: only the following of
 /// records not asked for yet is lost).
 const MAX_KNOWN: usize = 4096;
+/// How long a foreground child's answer waits for its record (Cline has written it by the
+/// time the spawn completes; a record that is not there by then is missing, not late).
+pub(in crate::engine) const FOREGROUND_WAIT_MS: u64 = 2_000;
+/// How long a background child's record is followed.
+const BACKGROUND_WAIT_MS: u64 = 6 * 3600 * 1000;
 
 /// The agent's own ids of children whose preset reads a record, until the record is asked for.
 #[derive(Debug, Default)]
 pub(in crate::engine) struct ChildRecords {
     agent_ids: HashMap<ChildId, String>,
+    /// Foreground children whose thread waits for their record, with the answer their spawn
+    /// gave (what the thread gets if no record comes).
+    awaiting: HashMap<ChildId, Value>,
 }
 
 impl ChildRecords {
@@ -36,8 +51,16 @@ impl ChildRecords {
         }
     }
 
-    pub(in crate::engine) fn footprint(&self) -> [(&'static str, usize); 1] {
-        [("record_agent_ids", self.agent_ids.len())]
+    /// Whether the child's thread waits for its record.
+    pub(in crate::engine) fn awaited(&self, child: &str) -> bool {
+        !self.awaiting.is_empty() && self.awaiting.contains_key(child)
+    }
+
+    pub(in crate::engine) fn footprint(&self) -> [(&'static str, usize); 2] {
+        [
+            ("record_agent_ids", self.agent_ids.len()),
+            ("records_awaited", self.awaiting.len()),
+        ]
     }
 }
 
@@ -68,27 +91,61 @@ impl Engine {
         ids.insert(cid.clone(), id);
     }
 
-    /// A background child launched: follow the agent's record of it, if its preset reads one
-    /// and the agent's id of the child is known.
+    /// A background child launched: follow the agent's record of it, if its preset reads one.
     pub(in crate::engine) fn follow_record(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
-        let Some(child) = self.reg.get(cid) else {
-            return;
-        };
-        let Some(format) = child.preset.map(|p| self.detector.child_record_of(p)) else {
-            return;
-        };
-        if format == ChildRecord::None || child.history_known() || child.passes_through() {
-            return;
+        if let Some(watch) = self.record_watch(cid, BACKGROUND_WAIT_MS) {
+            out.push(Action::FollowRecord(watch));
         }
-        let Some(agent_id) = self.child_records.agent_ids.remove(cid) else {
-            return;
+    }
+
+    /// A foreground child's spawn completed with `answer` while its thread holds only its
+    /// task: if its preset reads the agent's record, the answer waits for the record, and
+    /// true is returned; otherwise the caller records the answer.
+    pub(in crate::engine) fn await_record(
+        &mut self,
+        cid: &ChildId,
+        answer: &Value,
+        out: &mut Vec<Action>,
+    ) -> bool {
+        let Some(child) = self.reg.get(cid) else {
+            return false;
         };
-        out.push(Action::FollowRecord(RecordWatch {
+        if child.is_background() || child.entries.count() > 1 {
+            return false;
+        }
+        let Some(watch) = self.record_watch(cid, FOREGROUND_WAIT_MS) else {
+            return false;
+        };
+        let awaiting = &mut self.child_records.awaiting;
+        if awaiting.len() >= MAX_KNOWN {
+            return false;
+        }
+        awaiting.insert(cid.clone(), answer.clone());
+        out.push(Action::FollowRecord(watch));
+        true
+    }
+
+    /// What to follow for the child, if its preset reads a record and the record can be
+    /// found (by the agent's id of the child, or by its task).
+    fn record_watch(&mut self, cid: &ChildId, within_ms: u64) -> Option<RecordWatch> {
+        let child = self.reg.get(cid)?;
+        let format = child.preset.map(|p| self.detector.child_record_of(p))?;
+        if format == ChildRecord::None || child.history_known() || child.passes_through() {
+            return None;
+        }
+        let agent_id = self.child_records.agent_ids.remove(cid).unwrap_or_default();
+        let task = first_user_text(child.thread.first().map(|t| &**t));
+        if agent_id.is_empty() && task.is_none() {
+            return None;
+        }
+        Some(RecordWatch {
             child: cid.to_string(),
             session: child.agent_session.clone(),
             agent_id,
+            task,
             format,
-        }));
+            within_ms,
+        })
     }
 
     /// What the agent's record says of a child that ended: the child thread gets what it
@@ -99,6 +156,10 @@ impl Engine {
         record: Record,
         out: &mut Vec<Action>,
     ) {
+        if let Some(answer) = self.child_records.awaiting.remove(cid) {
+            self.awaited_record(cid, record, &answer, out);
+            return;
+        }
         let Some(child) = self.reg.get(cid) else {
             return;
         };
@@ -143,4 +204,53 @@ impl Engine {
             self.finish_child(cid, ChildState::Completed, out);
         }
     }
+
+    /// The record a foreground child's thread waited for: its thread after the task (the
+    /// answer the spawn gave when none came), and the card's range grows to cover it.
+    fn awaited_record(
+        &mut self,
+        cid: &ChildId,
+        record: Record,
+        answer: &Value,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(child) = self.reg.get(cid) else {
+            return;
+        };
+        let entries_before = child.entries.count();
+        if record.ended() {
+            let skip = usize::from(
+                entries_before == 1
+                    && record
+                        .updates
+                        .first()
+                        .is_some_and(|u| u["sessionUpdate"] == "user_message_chunk"),
+            );
+            for u in record.updates.iter().skip(skip) {
+                self.record_in(cid, u, out);
+            }
+        } else {
+            self.record_in(cid, answer, out);
+        }
+        let Some(child) = self.reg.get_mut(cid) else {
+            return;
+        };
+        let card = settled_card_grown(self.render.as_ref(), child, entries_before);
+        let parent = child.parent.clone();
+        self.card_changed(cid, parent, true, card, out);
+        self.persist_state(cid, out);
+        self.sync_child(cid, out);
+    }
+}
+
+/// The text of a thread line that is a user message (the child's task).
+fn first_user_text(line: Option<&str>) -> Option<String> {
+    let v: Value = serde_json::from_str(line?).ok()?;
+    if v["sessionUpdate"] != "user_message_chunk" {
+        return None;
+    }
+    v.pointer("/content/text")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
 }

@@ -31,7 +31,7 @@ pub(super) fn locate(
         Some(dir) => PathBuf::from(dir),
         None => PathBuf::from(env("HOME").filter(|h| !h.is_empty())?).join(".claude"),
     };
-    Some(Location {
+    Some(Location::Under {
         dir: root.join("projects"),
         tail: PathBuf::from(session)
             .join("subagents")
@@ -180,6 +180,8 @@ fn tool_kind(name: &str) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     const AGENT: &str = "a47006e9dea9c6efc";
@@ -264,19 +266,21 @@ mod tests {
             _ => None,
         };
         let at = locate("3f77-ad29", AGENT, &env).expect("located");
-        assert_eq!(at.dir, PathBuf::from("/home/u/.claude/projects"));
         assert_eq!(
-            at.tail,
-            PathBuf::from(format!("3f77-ad29/subagents/agent-{AGENT}.jsonl"))
+            at,
+            Location::Under {
+                dir: PathBuf::from("/home/u/.claude/projects"),
+                tail: PathBuf::from(format!("3f77-ad29/subagents/agent-{AGENT}.jsonl")),
+            }
         );
         let env = |k: &str| match k {
             "CLAUDE_CONFIG_DIR" => Some(OsString::from("/cfg")),
             _ => Some(OsString::from("/home/u")),
         };
-        assert_eq!(
-            locate("s", AGENT, &env).map(|l| l.dir),
-            Some(PathBuf::from("/cfg/projects"))
-        );
+        assert!(matches!(
+            locate("s", AGENT, &env),
+            Some(Location::Under { dir, .. }) if dir == Path::new("/cfg/projects")
+        ));
         assert_eq!(locate("../etc", AGENT, &env), None);
         assert_eq!(locate("s", "a/b", &env), None);
         assert_eq!(locate("s", "", &env), None);

@@ -8,6 +8,7 @@
 //! another child gives nothing, and the child thread keeps what the wire said.
 
 pub mod claude;
+pub mod cline;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -26,12 +27,16 @@ pub struct RecordWatch {
     pub child: String,
     /// The agent's session the child was spawned in.
     pub session: String,
-    /// The agent's own id of the child.
+    /// The agent's own id of the child (empty: found by `task`).
     pub agent_id: String,
+    /// The child's task, for a record found by it.
+    pub task: Option<String>,
     pub format: ChildRecord,
+    /// How long to follow it, in milliseconds; then the shell reports it as not found.
+    pub within_ms: u64,
 }
 
-/// What a record says of a child.
+/// What a record says of a child (all empty: no record was found in time).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Record {
     /// The child's thread as ACP updates, oldest first: its task, its words, its tool calls
@@ -48,11 +53,18 @@ impl Record {
     }
 }
 
-/// Where a record may be: `tail` under one of the folders of `dir`.
+/// Where a record may be.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Location {
-    pub dir: PathBuf,
-    pub tail: PathBuf,
+pub enum Location {
+    /// `tail` under one of the folders of `dir`.
+    Under { dir: PathBuf, tail: PathBuf },
+    /// One of the files of `dir` named `<prefix>…<suffix>`, the one whose contents are the
+    /// child's.
+    Among {
+        dir: PathBuf,
+        prefix: &'static str,
+        suffix: &'static str,
+    },
 }
 
 /// Where the record of `watch` may be, given the environment the agent runs in (the proxy's
@@ -61,14 +73,19 @@ pub fn locate(watch: &RecordWatch, env: &dyn Fn(&str) -> Option<OsString>) -> Op
     match watch.format {
         ChildRecord::None => None,
         ChildRecord::ClaudeCode => claude::locate(&watch.session, &watch.agent_id, env),
+        ChildRecord::Cline => cline::locate(&watch.session, env),
     }
 }
 
-/// Read a record's bytes in `format`, for the child `agent_id`.
-pub fn parse(format: ChildRecord, agent_id: &str, bytes: &[u8]) -> Record {
-    match format {
+/// Read a record's bytes for the child `watch` names; empty if they are another child's.
+pub fn parse(watch: &RecordWatch, bytes: &[u8]) -> Record {
+    match watch.format {
         ChildRecord::None => Record::default(),
-        ChildRecord::ClaudeCode => claude::parse(agent_id, bytes),
+        ChildRecord::ClaudeCode => claude::parse(&watch.agent_id, bytes),
+        ChildRecord::Cline => match &watch.task {
+            Some(task) => cline::parse(task, bytes),
+            None => Record::default(),
+        },
     }
 }
 
