@@ -135,7 +135,12 @@ impl Engine {
         }
         let agent_id = self.child_records.agent_ids.remove(cid).unwrap_or_default();
         let task = first_user_text(child.thread.first().map(|t| &**t));
-        if agent_id.is_empty() && task.is_none() {
+        let findable = match format {
+            ChildRecord::None => false,
+            ChildRecord::ClaudeCode => !agent_id.is_empty(),
+            ChildRecord::Cline => task.is_some(),
+        };
+        if !findable {
             return None;
         }
         Some(RecordWatch {
