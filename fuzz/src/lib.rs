@@ -226,7 +226,7 @@ impl Driver {
                 }
                 Action::Read(_) => {}
                 Action::ToAgent(b) => self.check_output(&b),
-                Action::Note(_) | Action::Store(_) => {}
+                Action::Note(_) | Action::Store(_) | Action::FollowRecord(_) => {}
                 Action::FetchChildren { .. } => self.engine.restore(Vec::new()),
                 Action::FetchChild { request, .. } => {
                     let mut more = Vec::new();

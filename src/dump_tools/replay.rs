@@ -435,6 +435,9 @@ impl Replayer {
                         });
                     self.engine.restore(children);
                 }
+                // The agent's records on disk are not in the dump: what they told the engine
+                // is (its card and thread updates, after the note the shell wrote).
+                Action::FollowRecord(_) => {}
                 Action::FetchChild { child_id, request } => {
                     let child = self
                         .store

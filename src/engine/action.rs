@@ -4,6 +4,7 @@ use bytes::Bytes;
 
 use crate::subagents::ids::ChildId;
 use crate::subagents::persist::StoreOp;
+use crate::subagents::records::RecordWatch;
 
 /// What the shell must do, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +30,10 @@ pub enum Action {
     FetchChildren { parent_session_id: String },
     /// Look up one stored child and hand it to [`Engine::child_fetched`](super::Engine::child_fetched) with this request.
     FetchChild { child_id: ChildId, request: Bytes },
+    /// Follow the agent's record of a background child on disk (read-only, off the relay
+    /// path) and hand what it says to [`Engine::record_read`](super::Engine::record_read)
+    /// once the child ended; nothing if it never does.
+    FollowRecord(RecordWatch),
 }
 
 /// A diagnostic from the engine.

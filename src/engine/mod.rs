@@ -7,7 +7,8 @@
 //! Its whole API is the one `impl Engine` here: frames from the client
 //! ([`Engine::from_client`]), runs of lines from the agent ([`Engine::from_agent`]), time
 //! ([`Engine::poll_timeout`], [`Engine::handle_timeout`]), the store's answers
-//! ([`Engine::restore`], [`Engine::child_fetched`]) and the agent's end. The work is split by
+//! ([`Engine::restore`], [`Engine::child_fetched`]), the agent's records of children
+//! ([`Engine::record_read`]) and the agent's end. The work is split by
 //! concern, the main flow apart from what single agent families need:
 //! - `handshake`: `initialize`, which decides the output flavour (and its renderer);
 //! - `runs`: a run of agent lines, the ones the state cannot concern passed untouched;
@@ -51,6 +52,7 @@ use crate::subagents::detect::Detector;
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::{Children, History};
 use crate::subagents::persist::StoredChild;
+use crate::subagents::records::Record;
 use crate::subagents::render::Output;
 use crate::wire::envelope::{self, Kind, Parsed};
 use crate::wire::keys;
@@ -130,6 +132,10 @@ pub struct Engine {
     siblings: Siblings,
     /// The agent's own child ids bound to spawns (`child_ref`).
     bindings: Bindings,
+    /// Announced children whose task no frame carries, with the preset's note.
+    untold_tasks: quirks::end_signals::UntoldTasks,
+    /// Agent ids of children whose agent keeps a record of them on disk.
+    child_records: quirks::records::ChildRecords,
 }
 
 impl Default for Engine {
@@ -184,6 +190,8 @@ impl Engine {
             agent_replays: AgentReplays::default(),
             siblings: Siblings::default(),
             bindings: Bindings::default(),
+            untold_tasks: Default::default(),
+            child_records: Default::default(),
         }
     }
 
@@ -489,6 +497,16 @@ impl Engine {
         }
     }
 
+    /// The shell's answer to [`Action::FollowRecord`]: what the agent's record says of a
+    /// child that ended.
+    pub fn record_read(&mut self, child: &str, record: Record, now: Millis, out: &mut Vec<Action>) {
+        self.now = self.now.max(now);
+        let Some(cid) = self.reg.resolve(child).cloned() else {
+            return;
+        };
+        self.record_arrived(&cid, record, out);
+    }
+
     /// The agent is gone: answer every request the client still waits for with an error
     /// that says why, oldest first.
     pub fn agent_gone(&mut self, reason: &str, out: &mut Vec<Action>) {
@@ -539,6 +557,8 @@ impl Engine {
         sizes.extend(self.agent_replays.footprint());
         sizes.extend(self.siblings.footprint());
         sizes.extend(self.bindings.footprint());
+        sizes.extend(self.child_records.footprint());
+        sizes.extend(self.untold_tasks.footprint());
         sizes
     }
 

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::lines::{Grammar, Transcript};
 use super::preset::{EndRule, Preset};
-use super::spec::{ChildReplay, SiblingContent, SpawnEventKind, TranscriptOn};
+use super::spec::{ChildRecord, ChildReplay, SiblingContent, SpawnEventKind, TranscriptOn};
 use super::vocab::{first_text, value_text, Source};
 use crate::wire::keys::{string_after_key, Found, Signals};
 
@@ -137,6 +137,8 @@ pub struct SpawnEvent {
 pub struct Announce {
     pub title: Option<String>,
     pub prompt: Option<String>,
+    /// The note the child thread opens with when no task is known (`announce.no_prompt`).
+    pub no_prompt: Option<String>,
 }
 
 fn owned(t: Option<Cow<'_, str>>) -> Option<String> {
@@ -433,6 +435,7 @@ impl Detector {
                 && p.spawn_event.is_empty()
                 && p.transcript.is_none()
                 && p.child_replay == ChildReplay::None
+                && p.child_record == ChildRecord::None
         })
     }
 
@@ -446,6 +449,12 @@ impl Detector {
     pub fn follows_background(&self, id: PresetId) -> bool {
         self.preset(id)
             .is_some_and(|p| p.follow_background && p.child_replay.replays())
+    }
+
+    /// The agent's own record of a child that the proxy reads, if any.
+    pub fn child_record_of(&self, id: PresetId) -> ChildRecord {
+        self.preset(id)
+            .map_or(ChildRecord::None, |p| p.child_record)
     }
 
     /// Whether unmarked events may be attributed by timing (opt-in per preset).
@@ -550,9 +559,19 @@ impl Detector {
                 .find_map(|p| first_text(pick(p), update))
                 .map(Cow::into_owned)
         };
+        let prompt = read(|p| &p.announce.prompt);
+        let no_prompt = if prompt.is_none() {
+            self.0
+                .presets
+                .iter()
+                .find_map(|p| p.announce.no_prompt.clone())
+        } else {
+            None
+        };
         Announce {
             title: read(|p| &p.announce.title),
-            prompt: read(|p| &p.announce.prompt),
+            prompt,
+            no_prompt,
         }
     }
 }

@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use super::lines::Grammar;
-use super::spec::{ChildReplay, PresetSpec, SiblingContent, SourceSpec, SpawnEventKind, SpawnSpec};
+use super::spec::{
+    ChildRecord, ChildReplay, PresetSpec, SiblingContent, SourceSpec, SpawnEventKind, SpawnSpec,
+};
 use super::vocab::{check_pointer, final_key, quoted, Pattern, PresetError, Rule, Source};
 
 /// Where a preset comes from.
@@ -74,6 +76,7 @@ pub struct SpawnEventRule {
 pub struct Announce {
     pub title: Vec<Source>,
     pub prompt: Vec<Source>,
+    pub no_prompt: Option<String>,
 }
 
 /// A compiled preset (cheap to clone).
@@ -103,6 +106,7 @@ pub struct PresetData {
     pub child_replay: ChildReplay,
     /// Fetch a background child at its launch and keep its live events (`follow_background`).
     pub follow_background: bool,
+    pub child_record: ChildRecord,
     pub background: Vec<Rule>,
     pub end: Vec<EndRule>,
     pub sibling: Vec<SiblingRule>,
@@ -322,6 +326,7 @@ impl Preset {
             Some(a) => Announce {
                 title: Source::compile_all(&a.title, &format!("{key}.announce.title"))?,
                 prompt: Source::compile_all(&a.prompt, &format!("{key}.announce.prompt"))?,
+                no_prompt: a.no_prompt.clone().filter(|n| !n.trim().is_empty()),
             },
             None => Announce::default(),
         };
@@ -348,6 +353,7 @@ impl Preset {
             agent_child_id: sources(&spec.agent_child_id, &format!("{key}.agent_child_id"))?,
             child_replay: spec.child_replay.unwrap_or_default(),
             follow_background: spec.follow_background.unwrap_or(false),
+            child_record: spec.child_record.unwrap_or_default(),
             parent,
             child_ref,
             background,
@@ -486,6 +492,14 @@ impl Preset {
         add(
             self.child_replay == ChildReplay::SessionLoadAfterTurn,
             "child replay (session/load, after the parent's turn)",
+        );
+        add(
+            self.child_record == ChildRecord::ClaudeCode,
+            "child record (Claude Code's subagent transcript)",
+        );
+        add(
+            self.child_record == ChildRecord::Cline,
+            "child record (Cline's subagent messages)",
         );
         add(!self.background.is_empty(), "background launches");
         add(self.follow_background, "background children followed live");

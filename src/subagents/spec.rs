@@ -51,6 +51,8 @@ pub struct PresetSpec {
     /// A background child the agent replays: fetched at its launch, and the events the agent
     /// then streams live on the child's session are the child's.
     pub follow_background: Option<bool>,
+    /// The agent's own record of each child on disk, read for what the wire leaves out.
+    pub child_record: Option<ChildRecord>,
     pub background: Option<Vec<RuleSpec>>,
     pub end: Option<Vec<EndSpec>>,
     pub sibling: Option<Vec<SiblingSpec>>,
@@ -82,6 +84,7 @@ impl PresetSpec {
             agent_child_id: self.agent_child_id.or(b.agent_child_id),
             child_replay: self.child_replay.or(b.child_replay),
             follow_background: self.follow_background.or(b.follow_background),
+            child_record: self.child_record.or(b.child_record),
             background: self.background.or(b.background),
             end: self.end.or(b.end),
             sibling: self.sibling.or(b.sibling),
@@ -258,6 +261,23 @@ impl ChildReplay {
     }
 }
 
+/// A record the agent keeps of each child on local disk, found by the agent's child id (see
+/// `agent_child_id`) or by the child's task: the proxy reads it (read-only, off the relay
+/// path) for what the wire leaves out. Each value names a reader of one agent's format (`subagents::records`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChildRecord {
+    /// No record is read.
+    #[default]
+    None,
+    /// Claude Code's `projects/<project>/<session>/subagents/agent-<agent id>.jsonl` under
+    /// its config folder (`CLAUDE_CONFIG_DIR`, else `~/.claude`).
+    ClaudeCode,
+    /// Cline's `~/.cline/data/sessions/<session>/agent_<id>.messages.json`, found by the
+    /// child's task (its first message); the id is never on the wire.
+    Cline,
+}
+
 /// A later frame that ends a background child: it names the spawn and a status.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -397,6 +417,9 @@ pub struct AnnounceSpec {
     pub title: Sources,
     #[serde(default)]
     pub prompt: Sources,
+    /// What the child thread opens with when the announcement carries no task (none of
+    /// `prompt` reads one) and no `session_message` brings it: why it is not there.
+    pub no_prompt: Option<String>,
 }
 
 #[cfg(test)]

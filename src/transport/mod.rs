@@ -14,6 +14,7 @@ pub(crate) mod outbox;
 #[allow(unsafe_code)] // reads, writes and flags of the descriptors the relay polls
 #[cfg_attr(windows, path = "pipe_windows.rs")]
 pub(crate) mod pipe;
+mod records;
 pub mod relay;
 mod shell;
 mod timer;

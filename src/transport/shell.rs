@@ -12,6 +12,7 @@ use tokio::time::{Duration, Instant};
 use super::agent_reader::Chunk;
 use super::framing::Frame;
 use super::outbox::Outbox;
+use super::records::{RecordFollower, POLL};
 use crate::chain::{Chain, Dialect, Route};
 use crate::dump::{Direction, Dump};
 use crate::engine::{Action, Engine, Millis, Note, NoteLevel};
@@ -72,6 +73,8 @@ pub(crate) struct Shell {
     /// No agent line of the current read was recorded yet (the dump marks the others as
     /// `same_read`).
     new_read: bool,
+    /// The agents' records of background children, followed off the relay path.
+    records: RecordFollower,
 }
 
 impl Shell {
@@ -90,6 +93,7 @@ impl Shell {
             max_frame,
             link: Link::Direct,
             new_read: true,
+            records: RecordFollower::default(),
         }
     }
 
@@ -108,9 +112,18 @@ impl Shell {
 
     /// When [`Shell::tick`] is due next, if ever.
     pub(crate) fn deadline(&self) -> Option<Instant> {
-        self.engine
+        let engine = self
+            .engine
             .poll_timeout()
-            .map(|ms| self.clock + Duration::from_millis(ms))
+            .map(|ms| self.clock + Duration::from_millis(ms));
+        // While records are followed, a tick collects the ends they tell: on a fixed grid,
+        // so that a busy relay (whose every wake-up asks again) cannot put it off for good.
+        let records = self.records.active().then_some(()).and_then(|()| {
+            let polls = self.clock.elapsed().as_millis() / POLL.as_millis() + 1;
+            let at = u64::try_from(polls * POLL.as_millis()).ok()?;
+            self.clock.checked_add(Duration::from_millis(at))
+        });
+        engine.into_iter().chain(records).min()
     }
 
     /// The queue whose room decides whether the client's connection is read: what the
@@ -282,6 +295,14 @@ impl Shell {
     pub(crate) fn tick(&mut self, out: &Outputs) {
         let now = self.now();
         self.engine.handle_timeout(now, &mut self.actions);
+        for (child, record) in self.records.take_ended() {
+            self.note(format!(
+                "subagent {child}: the agent's record says it ended ({} updates)",
+                record.updates.len()
+            ));
+            self.engine
+                .record_read(&child, record, now, &mut self.actions);
+        }
         self.flush(now, out);
     }
 
@@ -366,6 +387,13 @@ impl Shell {
                         None => Vec::new(),
                     };
                     self.engine.restore(children);
+                }
+                Action::FollowRecord(watch) => {
+                    let child = watch.child.clone();
+                    tracing::debug!(?watch, "following the agent's record of a subagent");
+                    if !self.records.follow(watch) {
+                        tracing::warn!("subagent {child}: too many records followed; its thread holds what the wire says");
+                    }
                 }
                 Action::FetchChild { child_id, request } => {
                     let child = match self.store.as_ref().map(|s| s.child(child_id.as_str())) {

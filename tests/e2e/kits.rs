@@ -9,7 +9,7 @@ use crate::checks::Failure;
 use serde::Deserialize;
 
 /// What Zed should end up showing for one agent. Placeholders: `{tag}` is the subagent's tag
-/// (`alpha`, `beta`).
+/// (`alpha`, `beta`), `{Tag}` the same capitalised.
 #[derive(Debug)]
 pub(crate) struct Expect {
     /// The kit folder under tests/e2e/agents/.
@@ -107,6 +107,10 @@ const GEMINI_NO_PROMPT: &str =
     "gemini: the spawn carries no task prompt (no rawInput): the child thread holds only the proxy's note of what is known";
 const GEMINI_NO_SESSION: &str =
     "gemini 0.61.0: session/load often answers \"No previous sessions found for this project.\" though the chat files exist";
+const CODEX_V2_NO_PROMPT: &str =
+    "codex multi-agent V2: the announcement names the task (`task_name`, as the title) but \
+     carries no task, and no frame does (the model hands it to the child as encrypted content): \
+     the child thread opens with the preset's note saying so";
 const GEMINI_REPLAY_TITLE: &str = "gemini: a replayed spawn is titled `Invoke Subagent`";
 const DROID_BACKGROUND_REPLAY: &str =
     "droid 0.225.2: session/load replays a background Task's spawn `completed` in its first frame \
@@ -133,7 +137,9 @@ const CLINE_UPDATE_FIRST: &str =
 const CLINE_NO_TIE: &str =
     "cline 3.0.65: a child's words and tool calls come on the parent with nothing naming the \
      spawn: with two children open, timing cannot attribute them and they stay in the parent \
-     (Cline stores each child as `<parent>__agent_<id>`, an id never on the wire)";
+     (Cline stores each child as `<parent>__agent_<id>`, an id never on the wire); a child \
+     whose thread then holds only its task gets its work from Cline's record of it when its \
+     spawn completes, so its tool calls show in its thread and, as sent, in the parent";
 const AGENTPOOL_REPLAYS_NOTHING: &str =
     "AgentPool 2.9.18: session/load replays nothing of the parent: the reopened thread holds \
      the cards the proxy restores from its store, not the user's prompt or the answer";
@@ -184,6 +190,19 @@ pub(crate) const EXPECT: &[Expect] = &[
         known_bugs: &[],
     },
     Expect {
+        kit: "claude-node20",
+        card_title: "Survey text files ({tag})",
+        title_max_chars: 0,
+        tool_name: "Agent",
+        child_tools_in: &["one", "two", "background"],
+        child_answer_in: &["one", "two", "background"],
+        background_followup: true,
+        background_open: false,
+        child_event_keys: &["/_meta/claudeCode/parentToolUseId"],
+        sibling_calls: "",
+        known_bugs: &[],
+    },
+    Expect {
         kit: "codex",
         // codex-acp sends no title: the proxy names the card after the spawn message's first
         // line, cut short (the `codex` preset's `announce.title`).
@@ -197,6 +216,20 @@ pub(crate) const EXPECT: &[Expect] = &[
         child_event_keys: &[],
         sibling_calls: "",
         known_bugs: &[],
+    },
+    Expect {
+        kit: "codex-v2",
+        // V2 announces the child with its task name, capitalised, as the title.
+        card_title: "{Tag}",
+        title_max_chars: 0,
+        tool_name: "spawn_agent",
+        child_tools_in: &["one", "two", "background"],
+        child_answer_in: &["one", "two", "background"],
+        background_followup: false,
+        background_open: false,
+        child_event_keys: &[],
+        sibling_calls: "",
+        known_bugs: &[bug("*", "child-prompt", "", CODEX_V2_NO_PROMPT)],
     },
     Expect {
         kit: "qwen",
@@ -400,6 +433,12 @@ pub(crate) const EXPECT: &[Expect] = &[
             bug("two", "parent-clean", "live: a child's words", CLINE_NO_TIE),
             sometimes(
                 "two",
+                "parent-clean",
+                "is also in the parent thread",
+                CLINE_NO_TIE,
+            ),
+            sometimes(
+                "two",
                 "child-thread",
                 "does not end with the child's answer",
                 TIMING_TAIL,
@@ -479,7 +518,15 @@ impl Expect {
     }
 
     pub(crate) fn title(&self, tag: &str) -> String {
-        let title = self.card_title.replace("{tag}", tag);
+        let mut cap = tag.chars();
+        let capitalised: String = cap
+            .next()
+            .map(|c| c.to_uppercase().chain(cap).collect())
+            .unwrap_or_default();
+        let title = self
+            .card_title
+            .replace("{tag}", tag)
+            .replace("{Tag}", &capitalised);
         match self.title_max_chars {
             n if n > 0 && title.chars().count() > n => {
                 let mut cut: String = title.chars().take(n - 1).collect();
@@ -504,6 +551,10 @@ pub(crate) struct KitToml {
     pub(crate) model_server: bool,
     pub(crate) scenarios: Vec<String>,
     pub(crate) timeout_secs: u64,
+    /// Zed (and so the proxy) runs with the agent's home as `HOME`, as a user's does: for
+    /// agents whose files on disk the proxy reads (`child_record`).
+    #[serde(default)]
+    pub(crate) proxy_home: bool,
 }
 
 pub(crate) const SCENARIOS: &[&str] = &["one", "two", "background"];

@@ -44,7 +44,9 @@ macro_rules! kit_tests {
 kit_tests! {
     claude_legacy => "claude-legacy",
     claude_acp => "claude-acp",
+    claude_node20 => "claude-node20",
     codex => "codex",
+    codex_v2 => "codex-v2",
     qwen => "qwen",
     opencode => "opencode",
     gemini => "gemini",

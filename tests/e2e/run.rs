@@ -400,6 +400,9 @@ impl<'k> Run<'k> {
         if let Some(url) = &self.model_url {
             cmd.env("E2E_MODEL_URL", url);
         }
+        if self.kit.toml.proxy_home {
+            cmd.env("HOME", &self.home);
+        }
         Client::start(
             cmd,
             &self.path(&format!("stderr-{phase}.log")),

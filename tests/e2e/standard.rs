@@ -88,6 +88,9 @@ fn scenario(kit: &Kit, name: &'static str, scenario: &str) -> Result<Vec<String>
     if let Some(url) = &setup.model_url {
         cmd.env("E2E_MODEL_URL", url);
     }
+    if kit.toml.proxy_home {
+        cmd.env("HOME", &home);
+    }
     let mut proxy = cmd.spawn().context("start the proxy")?;
     let mut stdin = proxy.stdin.take().context("stdin")?;
     let stdout = proxy.stdout.take().context("stdout")?;

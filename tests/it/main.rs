@@ -48,6 +48,7 @@ mod zed_agent_cards;
 mod zed_agentpool;
 mod zed_bound_children;
 mod zed_child_permissions;
+mod zed_child_records;
 mod zed_droid;
 mod zed_dsh;
 mod zed_faults;

@@ -584,6 +584,25 @@ fn codex_children_get_their_task_and_a_short_title() {
     );
 }
 
+/// Multi-agent V2 (`codex-v2` kit): the announcement has the task's name as its title and no
+/// task, nor does any other frame: the child thread opens with the preset's note saying so.
+#[test]
+fn codex_v2_children_say_that_codex_did_not_send_their_task() {
+    check(
+        "e2e/codex-acp-2.6.0-v2-one.dump.jsonl",
+        &[card(
+            "acp-proxy-spawn-01a2345e-60cc-7411-b387-9a50a411cc54:subagent:01a2345e-61f2-72f2-90a2-ac6957931996",
+            "completed",
+            "Alpha",
+            &[
+                "agent:Codex did not send this subagent's task: with its multi-agent V2 tools the task goes to the subagent as the model's encrypted content, and Codex announces only the task's name.\n\nWarning: Model metadata…",
+                "tool:call_0003:completed",
+                "agent:SUB-ANSWER alpha: the project holds a.txt, b.txt.",
+            ],
+        )],
+    );
+}
+
 #[test]
 fn codex_title_is_the_first_line_of_a_long_task_bounded() {
     let mut h = Harness::zed();

@@ -162,7 +162,9 @@ impl Engine {
             let Some(old) = self.finished.pop_front() else {
                 break;
             };
-            let busy = self.agent_replays.pending(&old) || self.reg.has_unfinished_child_of(&old);
+            let busy = self.agent_replays.pending(&old)
+                || self.child_records.awaited(old.as_str())
+                || self.reg.has_unfinished_child_of(&old);
             if busy || !self.reg.get(&old).is_some_and(|c| c.state().is_final()) {
                 continue;
             }
@@ -172,6 +174,8 @@ impl Engine {
             self.agent_replays.forget(&old);
             self.siblings.forget(&old);
             self.bindings.forget(old.as_str());
+            self.child_records.forget(old.as_str());
+            self.untold_tasks.forget(old.as_str());
             self.reopen.forget(old.as_str());
         }
     }

@@ -140,6 +140,7 @@ impl Engine {
         let Some(preset) = self.reg.get(cid).map(|c| c.preset) else {
             return;
         };
+        self.note_record_id(cid, preset, &update);
         let status = str_field(&update, "status").map(str::to_owned);
         self.spawn_frame_bind(cid, status.as_deref(), &update, out);
         // A reopened parent shows the card again: the child's recorded work with it, read
@@ -278,7 +279,13 @@ impl Engine {
         }
         match (&fetch, ending) {
             (Some(_), ending) => self.agent_replays.fallback(cid, ending),
-            (None, Some(u)) => self.record_in(cid, &u, out),
+            (None, Some(u)) => {
+                // The agent's record of the child, when its preset reads one and the wire
+                // brought none of its work, goes in the answer's place.
+                if !self.await_record(cid, &u, out) {
+                    self.record_in(cid, &u, out);
+                }
+            }
             (None, None) => {}
         }
         if let Some(event) = &reading.event {
@@ -289,6 +296,10 @@ impl Engine {
         }
         if finished {
             self.close_spawn_events(cid, completed, out);
+        }
+        if launched || step == SpawnStep::Finished(ChildState::Running) {
+            // The child runs on: its agent's record of it may tell its end.
+            self.follow_record(cid, out);
         }
         let Some(child) = self.reg.get_mut(cid) else {
             return;

@@ -98,8 +98,13 @@ impl Engine {
                 }) {
                     child.title = t.to_owned();
                 }
+                let mut untold = None;
                 if child.prompt == Prompt::Awaited && child.thread.is_empty() {
                     child.announced_prompt = announce.prompt;
+                    // No task anywhere: the preset's note says why (Codex's multi-agent V2).
+                    if child.announced_prompt.is_none() {
+                        untold = announce.no_prompt;
+                    }
                 }
                 if child.title.is_empty() {
                     child.title = "Subagent".into();
@@ -109,6 +114,9 @@ impl Engine {
                     self.reopen.show_card(&cid);
                 }
                 self.reg.insert(child);
+                if let Some(note) = untold {
+                    self.untold_tasks.insert(&cid, note);
+                }
                 self.persist_child(&cid, out);
                 self.emit(&parent, card, out);
                 // A child restored from the store: its recorded work with the card.

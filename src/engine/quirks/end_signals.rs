@@ -1,7 +1,10 @@
 //! Preset signals that arrive outside the spawn card: the later frame that ends a background
 //! child (Qwen's `_meta.backgroundTask` naming the spawn, Copilot's `read_agent` result naming
 //! the agent's own child id), and the task a standard announcement carries when
-//! no `session_message` brings it (Codex).
+//! no `session_message` brings it (Codex), or the preset's note that none does (Codex's
+//! multi-agent V2).
+
+use std::collections::HashMap;
 
 use serde_json::Value;
 
@@ -10,6 +13,32 @@ use crate::subagents::detect::{EndNames, EndStatus};
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::{ChildState, Prompt};
 use crate::subagents::render;
+
+/// Children announced with no task, until their thread opens with the preset's note.
+const MAX_UNTOLD: usize = 4096;
+
+/// The preset's note per announced child whose task no frame carries (`announce.no_prompt`).
+#[derive(Debug, Default)]
+pub(in crate::engine) struct UntoldTasks(HashMap<ChildId, String>);
+
+impl UntoldTasks {
+    pub(in crate::engine) fn insert(&mut self, child: &ChildId, note: String) {
+        if self.0.len() >= MAX_UNTOLD {
+            self.0.clear();
+        }
+        self.0.insert(child.clone(), note);
+    }
+
+    pub(in crate::engine) fn forget(&mut self, child: &str) {
+        if !self.0.is_empty() {
+            self.0.remove(child);
+        }
+    }
+
+    pub(in crate::engine) fn footprint(&self) -> [(&'static str, usize); 1] {
+        [("untold_tasks", self.0.len())]
+    }
+}
 
 impl Engine {
     /// A frame on `session` that may end a background child: if it names an open child of
@@ -77,10 +106,21 @@ impl Engine {
         cid: &ChildId,
         out: &mut Vec<Action>,
     ) {
+        let note = self.untold_tasks.0.remove(cid.as_str());
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
         if child.announced_prompt.is_none() {
+            // Nothing carries the task: the thread opens with why, before the child's work.
+            if let Some(note) = note {
+                if child.prompt == Prompt::Awaited
+                    && !child.history_known()
+                    && child.thread.is_empty()
+                {
+                    // A paragraph of its own: the child's first words join the same message.
+                    self.record_in(cid, &render::agent_text(&format!("{note}\n\n")), out);
+                }
+            }
             return;
         }
         let prompt = child.announced_prompt.take();

@@ -2,8 +2,9 @@
 //! the agent replays itself and the proxy fetches (`child_fetch`, OpenCode), calls beside a
 //! spawn that carry its child's work (`sibling`, AgentPool) and work folded into text
 //! (`folded`), children attributed by timing (`timing`) or by the agent's own child ids
-//! bound to spawns (`bind`), end signals outside the card
-//! (`end_signals`), cards another link made (`foreign`), and announcements refused (`guards`).
+//! bound to spawns (`bind`), end signals outside the card (`end_signals`), cards another link
+//! made (`foreign`), announcements refused (`guards`), and the agent's own records of children
+//! on disk (`records`).
 
 pub(super) mod bind;
 pub(super) mod child_fetch;
@@ -11,5 +12,6 @@ pub(super) mod end_signals;
 pub(super) mod folded;
 pub(super) mod foreign;
 pub(super) mod guards;
+pub(super) mod records;
 pub(super) mod sibling;
 pub(super) mod timing;

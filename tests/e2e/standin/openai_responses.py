@@ -51,6 +51,12 @@ def conversation(body):
         kind = item.get("type", "message")
         if kind == "message" and item.get("role") == "user":
             user_texts.append(_text(item.get("content")))
+        elif kind == "agent_message":
+            # Multi-agent V2 hands a child its task (and a parent its child's report) as an
+            # `agent_message`: a header, then the text as `encrypted_content` (plain here).
+            parts = [p.get("text") or p.get("encrypted_content") or ""
+                     for p in item.get("content") or [] if isinstance(p, dict)]
+            user_texts.append("".join(parts))
         elif kind == "function_call":
             try:
                 args = json.loads(item.get("arguments") or "{}")

@@ -4,6 +4,7 @@
 
 use acp_proxy::engine::{Action, Engine, EngineConfig};
 use acp_proxy::store::{Store, StoreConfig, StoreLocation, StoreOp, StoredChild};
+use acp_proxy::subagents::records::{Record, RecordWatch};
 use bytes::Bytes;
 use serde_json::{json, Value};
 
@@ -76,6 +77,8 @@ pub struct Harness {
     /// Every line the client received, raw.
     pub to_client: Vec<Bytes>,
     pub notes: Vec<String>,
+    /// The agents' records the engine asked the shell to follow.
+    pub records: Vec<RecordWatch>,
     pub store: StoreModel,
     /// The store answers no look-up (as when it is unavailable).
     pub store_blind: bool,
@@ -106,6 +109,7 @@ impl Harness {
             to_agent: Vec::new(),
             to_client: Vec::new(),
             notes: Vec::new(),
+            records: Vec::new(),
             store,
             store_blind: false,
             now: 0,
@@ -223,6 +227,14 @@ impl Harness {
         }
     }
 
+    /// What the agent's record of `child` says, as the shell hands it over.
+    pub fn record_read(&mut self, child: &str, record: Record) {
+        self.settle();
+        let mut out = Vec::new();
+        self.engine.record_read(child, record, self.now, &mut out);
+        self.run(out);
+    }
+
     fn run(&mut self, actions: Vec<Action>) {
         let mut queue: std::collections::VecDeque<Action> = actions.into();
         while let Some(action) = queue.pop_front() {
@@ -244,6 +256,7 @@ impl Harness {
                     self.to_agent.push(v);
                 }
                 Action::Note(n) => self.notes.push(n.message),
+                Action::FollowRecord(watch) => self.records.push(watch),
                 Action::Store(op) => self.store.apply(op),
                 Action::FetchChildren { .. } if self.store_blind => self.engine.restore(Vec::new()),
                 Action::FetchChildren { parent_session_id } => {

@@ -3,7 +3,9 @@
 
 codex's multi-agent tools come in the namespace tool `multi_agent_v1`: the main agent spawns
 with `spawn_agent {message}`, which never blocks, and then waits with `wait_agent {targets}`
-(not in the background form: there it ends its turn and the child runs on). A child lists the
+(not in the background form: there it ends its turn and the child runs on). With multi-agent
+V2 (the `codex-v2` kit) they are the namespace `collaboration`: `spawn_agent {task_name,
+message, fork_turns}` and `wait_agent {timeout_ms}`, which waits for any child. A child lists the
 project with `exec_command`. After the turn codex asks for a thread title by JSON schema.
 """
 
@@ -22,8 +24,17 @@ MAX_WAITS = 5
 
 class Codex(Script):
     spawn_tool = "spawn_agent"
+    # Multi-agent V2: its tools include `followup_task` (V1 has none).
+    v2 = False
+
+    def reply(self, conv):
+        self.v2 = "followup_task" in conv.tools
+        return super().reply(conv)
 
     def spawn(self, tag, background):
+        if self.v2:
+            # No parent history: the child's first user message is its task.
+            return Call("spawn_agent", {"task_name": tag, "message": self.task(tag), "fork_turns": "none"})
         return Call("spawn_agent", {"message": self.task(tag)})
 
     def child_tool(self, tag, conv):
@@ -34,6 +45,8 @@ class Codex(Script):
         waits = [c for c in conv.calls if c[1] == "wait_agent"]
         done = all(t in conv.answers() for t in self.plan["tags"])
         if spawned and not done and not self.plan["background"] and len(waits) < MAX_WAITS:
+            if self.v2:
+                return [Call("wait_agent", {"timeout_ms": 30000})]
             targets = []
             for r in conv.results:
                 if r.call_id in spawned:

@@ -1,0 +1,261 @@
+//! Children the agent keeps a record of on local disk (`child_record`: Claude Code's
+//! `subagents/agent-<id>.jsonl`, Cline's `agent_<id>.messages.json`). The engine does no I/O:
+//! it asks the shell to follow the child's record ([`Action::FollowRecord`]); the shell reads
+//! it off the relay path and hands back what it says once the child ended, or an empty record
+//! when it gave up ([`Engine::record_read`]). When:
+//! - a background child launches (its spawn completed at once, the child runs on): the
+//!   record tells its end and answer, which the wire may never send (Claude on Node 20);
+//! - a foreground child's spawn completes and its thread holds only its task (the wire
+//!   brought none of its work, or none the proxy could tie to it: Cline's parallel
+//!   children): the answer waits [`FOREGROUND_WAIT_MS`] at most for the record, whose thread
+//!   then goes in its place.
+//!
+//! The wire stays the first source: the record adds only what the child thread lacks, and a
+//! child whose work came on the wire is left alone.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::engine::child::events::settled_card_grown;
+use crate::engine::{Action, Engine};
+use crate::subagents::detect::PresetId;
+use crate::subagents::ids::ChildId;
+use crate::subagents::model::ChildState;
+use crate::subagents::records::{Record, RecordWatch};
+use crate::subagents::render;
+use crate::subagents::spec::ChildRecord;
+
+/// Agent child ids remembered, at most (the map is cleared past it: only the following of
+/// records not asked for yet is lost).
+const MAX_KNOWN: usize = 4096;
+/// How long a foreground child's answer waits for its record (Cline has written it by the
+/// time the spawn completes; a record that is not there by then is missing, not late).
+pub(in crate::engine) const FOREGROUND_WAIT_MS: u64 = 2_000;
+/// How long a background child's record is followed.
+const BACKGROUND_WAIT_MS: u64 = 6 * 3600 * 1000;
+
+/// The agent's own ids of children whose preset reads a record, until the record is asked for.
+#[derive(Debug, Default)]
+pub(in crate::engine) struct ChildRecords {
+    agent_ids: HashMap<ChildId, String>,
+    /// Foreground children whose thread waits for their record, with the answer their spawn
+    /// gave (what the thread gets if no record comes).
+    awaiting: HashMap<ChildId, Value>,
+}
+
+impl ChildRecords {
+    pub(in crate::engine) fn forget(&mut self, child: &str) {
+        if !self.agent_ids.is_empty() {
+            self.agent_ids.remove(child);
+        }
+    }
+
+    /// Whether the child's thread waits for its record.
+    pub(in crate::engine) fn awaited(&self, child: &str) -> bool {
+        !self.awaiting.is_empty() && self.awaiting.contains_key(child)
+    }
+
+    pub(in crate::engine) fn footprint(&self) -> [(&'static str, usize); 2] {
+        [
+            ("record_agent_ids", self.agent_ids.len()),
+            ("records_awaited", self.awaiting.len()),
+        ]
+    }
+}
+
+impl Engine {
+    /// A spawn card's update: remember the agent's id of the child if its preset reads the
+    /// agent's record of it.
+    pub(in crate::engine) fn note_record_id(
+        &mut self,
+        cid: &ChildId,
+        preset: Option<PresetId>,
+        update: &Value,
+    ) {
+        let Some(p) = preset else { return };
+        if self.detector.child_record_of(p) == ChildRecord::None {
+            return;
+        }
+        let Some(id) = self
+            .detector
+            .agent_child_id_of(p, update)
+            .filter(|id| !id.is_empty())
+        else {
+            return;
+        };
+        let ids = &mut self.child_records.agent_ids;
+        if ids.len() >= MAX_KNOWN {
+            ids.clear();
+        }
+        ids.insert(cid.clone(), id);
+    }
+
+    /// A background child launched: follow the agent's record of it, if its preset reads one.
+    pub(in crate::engine) fn follow_record(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
+        if let Some(watch) = self.record_watch(cid, BACKGROUND_WAIT_MS) {
+            out.push(Action::FollowRecord(watch));
+        }
+    }
+
+    /// A foreground child's spawn completed with `answer` while its thread holds only its
+    /// task: if its preset reads the agent's record, the answer waits for the record, and
+    /// true is returned; otherwise the caller records the answer.
+    pub(in crate::engine) fn await_record(
+        &mut self,
+        cid: &ChildId,
+        answer: &Value,
+        out: &mut Vec<Action>,
+    ) -> bool {
+        let Some(child) = self.reg.get(cid) else {
+            return false;
+        };
+        if child.is_background() || child.entries.count() > 1 {
+            return false;
+        }
+        let Some(watch) = self.record_watch(cid, FOREGROUND_WAIT_MS) else {
+            return false;
+        };
+        let awaiting = &mut self.child_records.awaiting;
+        if awaiting.len() >= MAX_KNOWN {
+            return false;
+        }
+        awaiting.insert(cid.clone(), answer.clone());
+        out.push(Action::FollowRecord(watch));
+        true
+    }
+
+    /// What to follow for the child, if its preset reads a record and the record can be
+    /// found (by the agent's id of the child, or by its task).
+    fn record_watch(&mut self, cid: &ChildId, within_ms: u64) -> Option<RecordWatch> {
+        let child = self.reg.get(cid)?;
+        let format = child.preset.map(|p| self.detector.child_record_of(p))?;
+        if format == ChildRecord::None || child.history_known() || child.passes_through() {
+            return None;
+        }
+        let agent_id = self.child_records.agent_ids.remove(cid).unwrap_or_default();
+        let task = first_user_text(child.thread.first().map(|t| &**t));
+        let findable = match format {
+            ChildRecord::None => false,
+            ChildRecord::ClaudeCode => !agent_id.is_empty(),
+            ChildRecord::Cline => task.is_some(),
+        };
+        if !findable {
+            return None;
+        }
+        Some(RecordWatch {
+            child: cid.to_string(),
+            session: child.agent_session.clone(),
+            agent_id,
+            task,
+            format,
+            within_ms,
+        })
+    }
+
+    /// What the agent's record says of a child that ended: the child thread gets what it
+    /// lacks, and the child ends.
+    pub(in crate::engine) fn record_arrived(
+        &mut self,
+        cid: &ChildId,
+        record: Record,
+        out: &mut Vec<Action>,
+    ) {
+        if let Some(answer) = self.child_records.awaiting.remove(cid) {
+            self.awaited_record(cid, record, &answer, out);
+            return;
+        }
+        let Some(child) = self.reg.get(cid) else {
+            return;
+        };
+        // The wire ended it (or a replay holds it): the record has nothing to add.
+        if !child.is_background() || child.state().is_final() || child.history_known() {
+            return;
+        }
+        let Some(answer) = record.answer else {
+            return;
+        };
+        let entries_before = child.entries.count();
+        if entries_before <= 1 {
+            // Nothing of the child's work came on the wire: the record's thread, after the
+            // task the child thread already starts with.
+            let skip = usize::from(
+                entries_before == 1
+                    && record
+                        .updates
+                        .first()
+                        .is_some_and(|u| u["sessionUpdate"] == "user_message_chunk"),
+            );
+            for u in record.updates.iter().skip(skip) {
+                self.record_in(cid, u, out);
+            }
+        } else if !child.entries.last_is_assistant() {
+            // Its tool calls came on the wire, its answer does not.
+            self.record_in(cid, &render::agent_text(&answer), out);
+        }
+        let Some(child) = self.reg.get_mut(cid) else {
+            return;
+        };
+        if child.card_is_final() {
+            // The card completed at the launch: its range grows to the end, the child ends.
+            let card = settled_card_grown(&self.render, child, entries_before);
+            child.settle(ChildState::Completed);
+            let parent = child.parent.clone();
+            self.card_changed(cid, parent, true, card, out);
+            self.persist_state(cid, out);
+            self.sync_child(cid, out);
+            self.retire(cid);
+        } else {
+            self.finish_child(cid, ChildState::Completed, out);
+        }
+    }
+
+    /// The record a foreground child's thread waited for: its thread after the task (the
+    /// answer the spawn gave when none came), and the card's range grows to cover it.
+    fn awaited_record(
+        &mut self,
+        cid: &ChildId,
+        record: Record,
+        answer: &Value,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(child) = self.reg.get(cid) else {
+            return;
+        };
+        let entries_before = child.entries.count();
+        if record.ended() {
+            let skip = usize::from(
+                entries_before == 1
+                    && record
+                        .updates
+                        .first()
+                        .is_some_and(|u| u["sessionUpdate"] == "user_message_chunk"),
+            );
+            for u in record.updates.iter().skip(skip) {
+                self.record_in(cid, u, out);
+            }
+        } else {
+            self.record_in(cid, answer, out);
+        }
+        let Some(child) = self.reg.get_mut(cid) else {
+            return;
+        };
+        let card = settled_card_grown(&self.render, child, entries_before);
+        let parent = child.parent.clone();
+        self.card_changed(cid, parent, true, card, out);
+        self.persist_state(cid, out);
+        self.sync_child(cid, out);
+    }
+}
+
+/// The text of a thread line that is a user message (the child's task).
+fn first_user_text(line: Option<&str>) -> Option<String> {
+    let v: Value = serde_json::from_str(line?).ok()?;
+    if v["sessionUpdate"] != "user_message_chunk" {
+        return None;
+    }
+    v.pointer("/content/text")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+}

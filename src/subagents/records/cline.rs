@@ -1,0 +1,244 @@
+//! Cline's record of a subagent: `~/.cline/data/sessions/<session>/agent_<id>.messages.json`
+//! (with `CLINE_SESSION_BACKEND_MODE=local`), one JSON object rewritten as the child works:
+//! `{"agent":"subagent","sessionId":"<session>__agent_<id>",…,"messages":[…]}`, each message
+//! `{role, content: [blocks]}` with `text`, `tool_use {id, name, input}` and `tool_result
+//! {tool_use_id, content}` blocks. The child's id is never on the wire: the record is the one
+//! whose first message is the spawn's task. The child ended when its last message is the
+//! assistant's, with text and no tool call.
+//!
+//! Verified with Cline 3.0.65.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+use super::{path_safe, Location, Record};
+use crate::subagents::render;
+
+/// The folder of session `session`'s children's records.
+pub(super) fn locate(session: &str, env: &dyn Fn(&str) -> Option<OsString>) -> Option<Location> {
+    if !path_safe(session) {
+        return None;
+    }
+    let home = PathBuf::from(env("HOME").filter(|h| !h.is_empty())?);
+    Some(Location::Among {
+        dir: home.join(".cline/data/sessions").join(session),
+        prefix: "agent_",
+        suffix: ".messages.json",
+    })
+}
+
+/// The child's thread, if this record is the child's whose task is `task`.
+pub(super) fn parse(task: &str, bytes: &[u8]) -> Record {
+    let mut record = Record::default();
+    let Ok(v) = serde_json::from_slice::<Value>(bytes) else {
+        return record;
+    };
+    let Some(messages) = v.get("messages").and_then(Value::as_array) else {
+        return record;
+    };
+    let first = messages.first().map(|m| texts(m.get("content")));
+    if first.as_deref().map(str::trim) != Some(task.trim()) {
+        return record;
+    }
+    for m in messages {
+        let content = m.get("content");
+        match m.get("role").and_then(Value::as_str) {
+            Some("user") => user(content, &mut record.updates),
+            Some("assistant") => assistant(content, &mut record.updates),
+            _ => {}
+        }
+    }
+    let last = messages.last();
+    let ended = last.is_some_and(|m| {
+        m.get("role").and_then(Value::as_str) == Some("assistant")
+            && !blocks(m.get("content")).any(|b| kind(b) == Some("tool_use"))
+    });
+    if ended {
+        record.answer = last
+            .map(|m| texts(m.get("content")))
+            .filter(|t| !t.is_empty());
+    }
+    record
+}
+
+fn blocks(content: Option<&Value>) -> impl Iterator<Item = &Value> {
+    content.and_then(Value::as_array).into_iter().flatten()
+}
+
+fn kind(block: &Value) -> Option<&str> {
+    block.get("type").and_then(Value::as_str)
+}
+
+fn texts(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        _ => blocks(content)
+            .filter(|b| kind(b) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect(),
+    }
+}
+
+fn user(content: Option<&Value>, out: &mut Vec<Value>) {
+    if let Some(Value::String(s)) = content {
+        out.push(render::user_text(s));
+        return;
+    }
+    for b in blocks(content) {
+        match kind(b) {
+            Some("text") => {
+                if let Some(t) = b.get("text").and_then(Value::as_str) {
+                    out.push(render::user_text(t));
+                }
+            }
+            Some("tool_result") => {
+                let Some(id) = b.get("tool_use_id").and_then(Value::as_str) else {
+                    continue;
+                };
+                let text = result_text(b.get("content"));
+                let failed = b.get("is_error").and_then(Value::as_bool) == Some(true);
+                out.push(json!({
+                    "sessionUpdate": "tool_call_update",
+                    "toolCallId": id,
+                    "status": if failed { "failed" } else { "completed" },
+                    "rawOutput": text,
+                    "content": [{"type": "content", "content": {"type": "text", "text": text}}],
+                }));
+            }
+            _ => {}
+        }
+    }
+}
+
+fn assistant(content: Option<&Value>, out: &mut Vec<Value>) {
+    for b in blocks(content) {
+        match kind(b) {
+            Some("text") => {
+                if let Some(t) = b.get("text").and_then(Value::as_str) {
+                    out.push(render::agent_text(t));
+                }
+            }
+            Some("tool_use") => {
+                let Some(id) = b.get("id").and_then(Value::as_str) else {
+                    continue;
+                };
+                let name = b.get("name").and_then(Value::as_str).unwrap_or("tool");
+                let input = b.get("input").cloned().unwrap_or(Value::Null);
+                out.push(json!({
+                    "sessionUpdate": "tool_call",
+                    "toolCallId": id,
+                    "title": tool_title(name, &input),
+                    "kind": if name == "run_commands" { "execute" } else { "other" },
+                    "status": "pending",
+                    "rawInput": input,
+                }));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `run_commands`' commands, else the tool's name.
+fn tool_title(name: &str, input: &Value) -> String {
+    let commands: Vec<&str> = input
+        .get("commands")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    if commands.is_empty() {
+        name.to_owned()
+    } else {
+        commands.join("; ")
+    }
+}
+
+/// A result's text: a string, text blocks, or `run_commands`' `{query, result}` items.
+fn result_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(|i| {
+                i.get("text")
+                    .or_else(|| i.get("result"))
+                    .and_then(Value::as_str)
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TASK: &str = "SUBAGENT:alpha list the text files";
+
+    fn record(messages: Value) -> Vec<u8> {
+        serde_json::to_vec(&json!({"agent": "subagent", "messages": messages})).expect("json")
+    }
+
+    #[test]
+    fn the_childs_thread_once_its_last_word_is_said() {
+        let mut msgs = vec![
+            json!({"role": "user", "content": [{"type": "text", "text": TASK}]}),
+            json!({"role": "assistant", "content": [{"type": "text", "text": "Looking."},
+                {"type": "tool_use", "id": "call_3", "name": "run_commands", "input": {"commands": ["ls *.txt"]}}]}),
+        ];
+        assert!(!parse(TASK, &record(Value::from(msgs.clone()))).ended());
+        msgs.push(
+            json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_3",
+            "content": [{"query": "ls *.txt", "result": "a.txt\n", "success": true}]}]}),
+        );
+        msgs.push(json!({"role": "assistant", "content": [{"type": "text", "text": "SUB-ANSWER: a.txt"}]}));
+        let r = parse(TASK, &record(Value::from(msgs)));
+        assert_eq!(r.answer.as_deref(), Some("SUB-ANSWER: a.txt"));
+        let kinds: Vec<&str> = r
+            .updates
+            .iter()
+            .filter_map(|u| u["sessionUpdate"].as_str())
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "user_message_chunk",
+                "agent_message_chunk",
+                "tool_call",
+                "tool_call_update",
+                "agent_message_chunk"
+            ]
+        );
+        assert_eq!(r.updates[2]["title"], "ls *.txt");
+        assert_eq!(r.updates[3]["rawOutput"], "a.txt\n");
+    }
+
+    #[test]
+    fn another_childs_record_or_garbage_is_nothing() {
+        let other = record(
+            json!([{"role": "user", "content": [{"type": "text", "text": "SUBAGENT:beta x"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "done"}]}]),
+        );
+        assert_eq!(parse(TASK, &other), Record::default());
+        assert_eq!(parse(TASK, b"{\"messages\": [tor"), Record::default());
+        assert_eq!(parse(TASK, b"[]"), Record::default());
+    }
+
+    #[test]
+    fn located_in_the_sessions_folder() {
+        let env = |k: &str| (k == "HOME").then(|| OsString::from("/home/u"));
+        assert_eq!(
+            locate("1796_ddCp5_cli", &env),
+            Some(Location::Among {
+                dir: PathBuf::from("/home/u/.cline/data/sessions/1796_ddCp5_cli"),
+                prefix: "agent_",
+                suffix: ".messages.json",
+            })
+        );
+        assert_eq!(locate("../x", &env), None);
+    }
+}

@@ -1,0 +1,321 @@
+//! Following the agents' records of children on disk ([`Action::FollowRecord`]): a thread of
+//! its own polls each record until it says the child ended, so the relay never waits on a
+//! file. Read-only, each file at most [`MAX_RECORD_BYTES`], for as long as the engine asked
+//! (at most [`FOLLOW_FOR`]); a record that is missing, too big or never ends is reported as
+//! an empty [`Record`] when that time is up (the child thread keeps what the wire said). The
+//! shell collects what ended on its ticks.
+//!
+//! [`Action::FollowRecord`]: crate::engine::Action::FollowRecord
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::subagents::records::{self, Location, Record, RecordWatch, MAX_RECORD_BYTES};
+
+/// How often a followed record is read again.
+pub(crate) const POLL: Duration = Duration::from_millis(250);
+/// How long a record is followed before the proxy gives up on it.
+const FOLLOW_FOR: Duration = Duration::from_secs(6 * 3600);
+/// Records followed at once, at most (more are not followed).
+const MAX_FOLLOWED: usize = 256;
+/// Folder entries looked through for a record, at most.
+const MAX_DIRS: usize = 4096;
+/// Candidate files read per poll of a record found by its contents, at most.
+const MAX_CANDIDATES: usize = 64;
+
+/// What a thread finds, collected by the shell.
+#[derive(Default)]
+struct Shared {
+    ended: Mutex<Vec<(String, Record)>>,
+    /// Records followed (or asked for and not taken up yet).
+    followed: AtomicUsize,
+}
+
+/// The follower: started with the first record to follow.
+#[derive(Default)]
+pub(crate) struct RecordFollower {
+    watches: Option<mpsc::Sender<RecordWatch>>,
+    shared: Arc<Shared>,
+}
+
+impl RecordFollower {
+    /// Follow a child's record; false if it cannot be (too many followed, no thread).
+    pub(crate) fn follow(&mut self, watch: RecordWatch) -> bool {
+        if self.shared.followed.load(Ordering::Acquire) >= MAX_FOLLOWED {
+            return false;
+        }
+        if self.watches.is_none() {
+            let (tx, rx) = mpsc::channel();
+            let shared = self.shared.clone();
+            let started = std::thread::Builder::new()
+                .name("acp-proxy-records".into())
+                .spawn(move || follow_loop(&rx, &shared));
+            if started.is_err() {
+                return false;
+            }
+            self.watches = Some(tx);
+        }
+        self.shared.followed.fetch_add(1, Ordering::AcqRel);
+        let sent = self
+            .watches
+            .as_ref()
+            .is_some_and(|tx| tx.send(watch).is_ok());
+        if !sent {
+            self.shared.followed.fetch_sub(1, Ordering::AcqRel);
+        }
+        sent
+    }
+
+    /// Whether any record is followed, or told an end not taken yet (the shell then polls).
+    /// The thread reports an end before it stops counting the record, so one of the two
+    /// always holds until the end is taken.
+    pub(crate) fn active(&self) -> bool {
+        self.shared.followed.load(Ordering::Acquire) > 0
+            || match self.shared.ended.lock() {
+                Ok(v) => !v.is_empty(),
+                Err(poisoned) => !poisoned.into_inner().is_empty(),
+            }
+    }
+
+    /// The records that said their child ended (or were given up on: empty) since the last
+    /// call: (child id, record).
+    pub(crate) fn take_ended(&self) -> Vec<(String, Record)> {
+        match self.shared.ended.lock() {
+            Ok(mut v) => std::mem::take(&mut *v),
+            Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
+        }
+    }
+}
+
+struct Followed {
+    watch: RecordWatch,
+    /// The record's file, once found.
+    path: Option<PathBuf>,
+    /// Its length when last read (read again only when it changed).
+    len: u64,
+    until: Instant,
+}
+
+impl Followed {
+    fn new(watch: RecordWatch) -> Followed {
+        let within = Duration::from_millis(watch.within_ms).min(FOLLOW_FOR);
+        Followed {
+            watch,
+            path: None,
+            len: 0,
+            until: Instant::now() + within,
+        }
+    }
+}
+
+fn follow_loop(rx: &mpsc::Receiver<RecordWatch>, shared: &Shared) {
+    let env = |k: &str| std::env::var_os(k);
+    let mut followed: Vec<Followed> = Vec::new();
+    loop {
+        match rx.recv_timeout(POLL) {
+            Ok(watch) => followed.push(Followed::new(watch)),
+            Err(RecvTimeoutError::Timeout) => {}
+            // The shell is gone: so is the session.
+            Err(RecvTimeoutError::Disconnected) => return,
+        }
+        let before = followed.len();
+        let report = |child: &str, record: Record| {
+            if let Ok(mut v) = shared.ended.lock() {
+                v.push((child.to_owned(), record));
+            }
+        };
+        followed.retain_mut(|f| {
+            let record = match poll(f, &env) {
+                Poll::Ended(record) => record,
+                Poll::Again if Instant::now() < f.until => return true,
+                Poll::Again | Poll::GiveUp => Record::default(),
+            };
+            report(&f.watch.child, record);
+            false
+        });
+        let done = before - followed.len();
+        if done > 0 {
+            shared.followed.fetch_sub(done, Ordering::AcqRel);
+        }
+    }
+}
+
+enum Poll {
+    Ended(Record),
+    Again,
+    GiveUp,
+}
+
+fn poll(f: &mut Followed, env: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Poll {
+    if f.path.is_none() {
+        match records::locate(&f.watch, env) {
+            None => return Poll::GiveUp,
+            Some(Location::Under { dir, tail }) => f.path = find(&dir, &tail),
+            // Found by its contents: each candidate read whole (the child's ended by now or
+            // soon; its file is then followed like any other).
+            Some(Location::Among {
+                dir,
+                prefix,
+                suffix,
+            }) => {
+                let (path, record) = find_among(&dir, prefix, suffix, &f.watch);
+                if let Some(record) = record.filter(Record::ended) {
+                    return Poll::Ended(record);
+                }
+                f.path = path;
+                return Poll::Again;
+            }
+        }
+    }
+    let Some(path) = &f.path else {
+        return Poll::Again;
+    };
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Poll::Again;
+    };
+    if meta.len() > MAX_RECORD_BYTES {
+        tracing::warn!(
+            "subagent {}: the agent's record {} is over {MAX_RECORD_BYTES} bytes: not read",
+            f.watch.child,
+            path.display()
+        );
+        return Poll::GiveUp;
+    }
+    if meta.len() == f.len {
+        return Poll::Again;
+    }
+    let Ok(bytes) = read_at_most(path, MAX_RECORD_BYTES) else {
+        return Poll::Again;
+    };
+    f.len = bytes.len() as u64;
+    let record = records::parse(&f.watch, &bytes);
+    if record.ended() {
+        Poll::Ended(record)
+    } else {
+        Poll::Again
+    }
+}
+
+/// `tail` under one of the folders of `dir` (the first found, in no particular order).
+fn find(dir: &Path, tail: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .take(MAX_DIRS)
+        .filter_map(Result::ok)
+        .map(|e| e.path().join(tail))
+        .find(|p| p.is_file())
+}
+
+/// The file of `dir` named `<prefix>…<suffix>` whose contents are the child's, with what it
+/// says.
+fn find_among(
+    dir: &Path,
+    prefix: &str,
+    suffix: &str,
+    watch: &RecordWatch,
+) -> (Option<PathBuf>, Option<Record>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return (None, None);
+    };
+    let candidates = entries
+        .take(MAX_DIRS)
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(prefix) && n.ends_with(suffix))
+        })
+        .take(MAX_CANDIDATES);
+    for path in candidates {
+        let fits = std::fs::metadata(&path).is_ok_and(|m| m.len() <= MAX_RECORD_BYTES);
+        let Some(bytes) = fits
+            .then(|| read_at_most(&path, MAX_RECORD_BYTES).ok())
+            .flatten()
+        else {
+            continue;
+        };
+        let record = records::parse(watch, &bytes);
+        if record != Record::default() {
+            return (Some(path), Some(record));
+        }
+    }
+    (None, None)
+}
+
+fn read_at_most(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(max)
+        .read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::subagents::spec::ChildRecord;
+
+    fn wait_for(f: &RecordFollower) -> Vec<(String, Record)> {
+        let until = Instant::now() + Duration::from_secs(10);
+        loop {
+            let got = f.take_ended();
+            if !got.is_empty() || Instant::now() > until {
+                return got;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    fn a_record_is_followed_until_it_says_the_child_ended() {
+        let home = tempfile::tempdir().expect("temp dir");
+        // The follower reads the proxy's own environment, as the agent inherits it.
+        std::env::set_var("CLAUDE_CONFIG_DIR", home.path());
+        let dir = home.path().join("projects/-tmp-p/sess-1/subagents");
+        std::fs::create_dir_all(&dir).expect("record folder");
+        let file = dir.join("agent-a1.jsonl");
+        let line = |t: &str, stop: &str| {
+            format!(
+                "{}\n",
+                serde_json::json!({"agentId": "a1", "type": "assistant",
+                    "message": {"content": [{"type": "text", "text": t}], "stop_reason": stop}})
+            )
+        };
+        std::fs::write(&file, line("looking", "tool_use")).expect("write");
+        let mut f = RecordFollower::default();
+        assert!(f.follow(RecordWatch {
+            child: "child-1".into(),
+            session: "sess-1".into(),
+            agent_id: "a1".into(),
+            task: None,
+            format: ChildRecord::ClaudeCode,
+            within_ms: 60_000,
+        }));
+        assert!(f.active());
+        std::thread::sleep(POLL * 3);
+        assert!(f.take_ended().is_empty(), "not ended yet");
+        let mut both = line("looking", "tool_use");
+        both.push_str(&line("SUB-ANSWER done", "end_turn"));
+        std::fs::write(&file, both).expect("write");
+        // Once the thread stops counting it, the end it told keeps the shell polling.
+        let until = Instant::now() + Duration::from_secs(10);
+        while f.shared.followed.load(Ordering::Acquire) > 0 && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(f.active(), "an end not taken yet keeps the follower active");
+        let got = wait_for(&f);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].0, "child-1");
+        assert_eq!(got[0].1.answer.as_deref(), Some("SUB-ANSWER done"));
+        let until = Instant::now() + Duration::from_secs(5);
+        while f.active() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!f.active(), "an ended record is no longer followed");
+    }
+}

@@ -1,0 +1,263 @@
+//! Children whose agent keeps a record of them on disk (`child_record`): Claude on Node 20
+//! (claude-agent-acp 0.49.0, Claude Code 2.1.185) sends a background child's tool calls but
+//! never its answer or its end; Claude Code writes them to `subagents/agent-<id>.jsonl`. The
+//! engine asks the shell to follow that record and takes what it lacks from it. Real frames:
+//! `tests/fixtures/e2e/claude-agent-acp-0.49.0-*.dump.jsonl` and the record Claude Code wrote
+//! in the background run (`…-background.agent.jsonl`).
+
+use acp_proxy::subagents::records::{self, Record, RecordWatch};
+use acp_proxy::subagents::spec::ChildRecord;
+use serde_json::Value;
+
+use crate::support::engine::{entry_lines, Harness};
+use crate::support::zed_model::ZedRules;
+
+const AGENT_ID: &str = "ac27ffe934379da0d";
+
+fn fixture(name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/e2e")
+        .join(name);
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("fixture {} readable: {e}", path.display()))
+}
+
+/// The client's and the agent's frames of a dump, in order (from_client, message), without
+/// the client's loads of children and their answers (the tests load children themselves).
+fn frames(name: &str) -> Vec<(bool, Value)> {
+    let mut out = Vec::new();
+    for l in fixture(name).lines().skip(1) {
+        let rec: Value = serde_json::from_str(l).expect("dump line is JSON");
+        let from_client = match rec["dir"].as_str() {
+            Some("client→proxy") => true,
+            Some("agent→proxy") => false,
+            _ => continue,
+        };
+        let Ok(msg) = serde_json::from_str::<Value>(rec["frame"].as_str().unwrap_or("")) else {
+            continue;
+        };
+        let child_load = from_client
+            && msg["method"] == "session/load"
+            && msg["params"]["sessionId"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("acpx-sub-"));
+        if child_load {
+            continue;
+        }
+        out.push((from_client, msg));
+    }
+    out
+}
+
+fn play(frames: &[(bool, Value)]) -> Harness {
+    let mut h = Harness::zed();
+    h.zed = crate::support::zed_model::ZedModel::new(ZedRules::Main);
+    for (from_client, msg) in frames {
+        h.advance(10);
+        if *from_client {
+            h.client(msg.clone());
+        } else {
+            h.agent(msg.clone());
+        }
+    }
+    h.advance(5_000);
+    h
+}
+
+/// The one card of the parent: (child id, status, end index).
+fn the_card(h: &Harness) -> (String, String, Option<u64>) {
+    let cards: Vec<_> = h
+        .zed
+        .threads
+        .iter()
+        .filter(|(s, _)| !s.starts_with("acpx-sub-"))
+        .flat_map(|(_, t)| t.cards())
+        .filter_map(|c| {
+            let info = c.subagent.as_ref()?;
+            Some((info.session_id.clone(), c.status.clone(), info.end))
+        })
+        .collect();
+    assert_eq!(cards.len(), 1, "one card: {cards:?}");
+    cards[0].clone()
+}
+
+fn child_thread(h: &mut Harness, child: &str) -> Vec<String> {
+    h.load_child(child);
+    entry_lines(&h.zed.threads[child].entries)
+}
+
+fn claude_watch(agent_id: &str) -> RecordWatch {
+    RecordWatch {
+        child: String::new(),
+        session: String::new(),
+        agent_id: agent_id.to_owned(),
+        task: None,
+        format: ChildRecord::ClaudeCode,
+        within_ms: 0,
+    }
+}
+
+fn the_record() -> Record {
+    records::parse(
+        &claude_watch(AGENT_ID),
+        fixture("claude-agent-acp-0.49.0-background.agent.jsonl").as_bytes(),
+    )
+}
+
+#[test]
+fn the_record_of_claude_codes_background_child_reads_as_its_thread() {
+    let r = the_record();
+    assert_eq!(
+        r.answer.as_deref(),
+        Some("SUB-ANSWER alpha: the project holds a.txt, b.txt.")
+    );
+    let kinds: Vec<&str> = r
+        .updates
+        .iter()
+        .filter_map(|u| u["sessionUpdate"].as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "user_message_chunk",
+            "agent_message_chunk",
+            "tool_call",
+            "tool_call_update",
+            "agent_message_chunk"
+        ]
+    );
+    // Another child's id reads as nothing.
+    let other = records::parse(
+        &claude_watch("a0000000000000000"),
+        fixture("claude-agent-acp-0.49.0-background.agent.jsonl").as_bytes(),
+    );
+    assert_eq!(other, Record::default());
+}
+
+#[test]
+fn a_background_childs_answer_and_end_come_from_the_agents_record() {
+    let mut h = play(&frames("claude-agent-acp-0.49.0-background.dump.jsonl"));
+    // The launch asked for the record, with the agent's id of the child and its session.
+    assert_eq!(h.records.len(), 1, "one record followed");
+    let watch = h.records[0].clone();
+    assert_eq!(watch.agent_id, AGENT_ID);
+    assert_eq!(watch.format, ChildRecord::ClaudeCode);
+    let (child, _, _) = the_card(&h);
+    assert_eq!(watch.child, child);
+    // What the wire alone gives: the task and the tool call, no answer.
+    let before = child_thread(&mut h, &child);
+    assert_eq!(before.len(), 2, "{before:?}");
+    assert!(before[0].starts_with("user:SUBAGENT:alpha"), "{before:?}");
+    assert!(before[1].starts_with("tool:"), "{before:?}");
+
+    h.record_read(&child, the_record());
+    let after = entry_lines(&h.zed.threads[&child].entries);
+    assert_eq!(after.len(), 3, "{after:?}");
+    assert_eq!(
+        after[2],
+        "agent:SUB-ANSWER alpha: the project holds a.txt, b.txt."
+    );
+    let (_, status, end) = the_card(&h);
+    assert_eq!((status.as_str(), end), ("completed", Some(2)));
+    h.assert_zed_clean();
+    // The store holds it, for a reopen.
+    let stored = h.store.child(&child).expect("stored");
+    assert!(
+        stored
+            .updates
+            .iter()
+            .any(|u| u.contains("SUB-ANSWER alpha")),
+        "stored: {:?}",
+        stored.updates
+    );
+    // A second report changes nothing (the child ended).
+    h.record_read(&child, the_record());
+    assert_eq!(entry_lines(&h.zed.threads[&child].entries).len(), 3);
+}
+
+#[test]
+fn with_nothing_of_the_child_on_the_wire_the_record_is_its_thread() {
+    // The same run without the child's tool calls (as an adapter that sends nothing of a
+    // background child would): the record's whole thread, after the task.
+    let frames: Vec<(bool, Value)> = frames("claude-agent-acp-0.49.0-background.dump.jsonl")
+        .into_iter()
+        .filter(|(_, m)| {
+            m.pointer("/params/update/_meta/claudeCode/parentToolUseId")
+                .is_none()
+                && m.pointer("/params/update/toolCallId") != Some(&Value::from("toolu_0002"))
+        })
+        .collect();
+    let mut h = play(&frames);
+    let (child, _, _) = the_card(&h);
+    assert_eq!(child_thread(&mut h, &child).len(), 1);
+    h.record_read(&child, the_record());
+    let after = entry_lines(&h.zed.threads[&child].entries);
+    assert_eq!(after.len(), 4, "{after:?}");
+    assert_eq!(after[1], "agent:Subagent alpha looking around.");
+    assert!(
+        after[2].starts_with("tool:toolu_0002:completed"),
+        "{after:?}"
+    );
+    assert!(after[3].starts_with("agent:SUB-ANSWER alpha"), "{after:?}");
+    let (_, status, end) = the_card(&h);
+    assert_eq!((status.as_str(), end), ("completed", Some(3)));
+    h.assert_zed_clean();
+}
+
+#[test]
+fn a_record_that_has_not_ended_or_a_foreground_child_changes_nothing() {
+    let mut h = play(&frames("claude-agent-acp-0.49.0-background.dump.jsonl"));
+    let (child, _, _) = the_card(&h);
+    let before = child_thread(&mut h, &child);
+    let mut running = the_record();
+    running.answer = None;
+    h.record_read(&child, running);
+    assert_eq!(entry_lines(&h.zed.threads[&child].entries), before);
+    // A foreground child ends with its spawn: no record is followed.
+    let h = play(&frames("claude-agent-acp-0.49.0-one.dump.jsonl"));
+    assert!(h.records.is_empty(), "{:?}", h.records);
+}
+
+/// Cline 3.0.65 with two children open: their events come on the parent tied to neither, so
+/// the first to end has only its task in its thread; its spawn's answer waits for Cline's
+/// record of it (found by the task), whose thread goes in its place.
+#[test]
+fn clines_parallel_child_gets_its_work_from_clines_record() {
+    const TASK: &str = "SUBAGENT:alpha list the text files in the project and report what you find";
+    let frames = frames("cline-3.0.65-two.dump.jsonl");
+    let mut h = play(&frames);
+    assert_eq!(h.records.len(), 1, "{:?}", h.records);
+    let watch = h.records[0].clone();
+    assert_eq!(watch.format, ChildRecord::Cline);
+    assert_eq!(watch.task.as_deref(), Some(TASK));
+    let alpha = watch.child.clone();
+    // Until the record comes, the thread holds the task only (the answer waits).
+    assert_eq!(child_thread(&mut h, &alpha), [format!("user:{TASK}")]);
+    let record = records::parse(
+        &watch,
+        fixture("cline-3.0.65-two.agent-alpha.messages.json").as_bytes(),
+    );
+    assert!(record.ended());
+    h.record_read(&alpha, record);
+    let thread = entry_lines(&h.zed.threads[&alpha].entries);
+    assert_eq!(thread.len(), 4, "{thread:?}");
+    assert_eq!(thread[1], "agent:Subagent alpha looking around.");
+    assert!(thread[2].starts_with("tool:call_"), "{thread:?}");
+    assert_eq!(
+        thread[3],
+        "agent:SUB-ANSWER alpha: the project holds a.txt, b.txt."
+    );
+    h.assert_zed_clean();
+
+    // No record in time: the answer the spawn gave.
+    let mut h = play(&frames);
+    let alpha = h.records[0].child.clone();
+    h.record_read(&alpha, Record::default());
+    assert_eq!(
+        child_thread(&mut h, &alpha),
+        [
+            format!("user:{TASK}"),
+            "agent:SUB-ANSWER alpha: the project holds a.txt, b.txt.".to_owned()
+        ]
+    );
+}
