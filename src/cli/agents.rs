@@ -201,7 +201,7 @@ mod tests {
     /// so the two lists cannot drift apart.
     #[test]
     fn agent_info_names_are_the_presets_names() {
-        let presets = acp_proxy::subagents::presets::PresetSet::builtin();
+        let presets = acp_proxy::subagents::preset::set::PresetSet::builtin();
         for a in all() {
             let preset = presets
                 .get(&a.id)

@@ -18,7 +18,7 @@ use acp_proxy::config::{self, Config, ConfigSource};
 use acp_proxy::engine::Mode;
 use acp_proxy::engine::SubagentDisplay as Display;
 use acp_proxy::store::StoreLocation;
-use acp_proxy::subagents::select::AgentInfo;
+use acp_proxy::subagents::preset::select::AgentInfo;
 
 use super::agents::{self, KnownAgent};
 use super::{absolute, shell_line};

@@ -14,9 +14,9 @@ use serde_json::Value;
 use crate::chain::{Chain, Route};
 use crate::dump::reader::Record;
 use crate::dump::Direction;
-use crate::subagents::detect::Detector;
 use crate::subagents::ids::synthesized_spawn_id;
-use crate::subagents::presets::PresetSet;
+use crate::subagents::preset::detect::Detector;
+use crate::subagents::preset::set::PresetSet;
 
 /// Open requests remembered per connection side; past this the oldest are forgotten.
 const MAX_PENDING: usize = 65_536;

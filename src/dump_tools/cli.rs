@@ -11,7 +11,7 @@ use super::annotate::Tracker;
 use super::view::{self, Filter};
 use crate::config::Config;
 use crate::dump::reader::{ReadOptions, Reader};
-use crate::subagents::detect::Detector;
+use crate::subagents::preset::detect::Detector;
 
 #[derive(Args, Debug)]
 pub struct DumpArgs {

@@ -96,7 +96,7 @@ const INNER: &[(&str, &str)] = &[
     // One model, several renderers: the model knows none of them.
     ("subagents::model", "subagents::render"),
     ("subagents::persist", "subagents::render"),
-    ("subagents::render", "subagents::detect"),
+    ("subagents::render", "subagents::preset::detect"),
     // A child's life and the client's side are the engine's main flow: the mechanisms of
     // single agent families (`engine::quirks`) hook into it, never the other way round.
     ("engine::child", "engine::quirks"),

@@ -72,7 +72,7 @@ pub(super) async fn initialize(cfg: &Config, command: &[String], timeout: Durati
         Err(e) => return Outcome::SpawnFailed(e.to_string()),
     };
     let Agent {
-        mut child,
+        process: mut child,
         mut stdin,
         stdout,
         stderr,

@@ -5,9 +5,9 @@
 use serde_json::Value;
 
 use crate::engine::{Action, Engine};
-use crate::subagents::detect::EndStatus;
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::{ChildState, Prompt};
+use crate::subagents::preset::detect::EndStatus;
 use crate::subagents::render;
 
 impl Engine {
