@@ -19,7 +19,7 @@ use crate::wire::envelope::{self, Kind, Parsed};
 
 /// Which generation of the conductor protocol the chain speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Dialect {
+pub enum Dialect {
     /// `proxy/initialize`, `proxy/successor` (current SDKs).
     Current,
     /// `_proxy/initialize`, `_proxy/successor` (SDK ≤ 3.x).
@@ -36,7 +36,7 @@ impl Dialect {
 }
 
 /// The dialect, if this frame is a conductor's `proxy/initialize` request.
-pub(crate) fn chain_initialize(frame: &[u8]) -> Option<Dialect> {
+pub fn chain_initialize(frame: &[u8]) -> Option<Dialect> {
     let Parsed::Message(env) = envelope::parse(frame) else {
         return None;
     };
@@ -49,7 +49,7 @@ pub(crate) fn chain_initialize(frame: &[u8]) -> Option<Dialect> {
 
 /// Where a frame from the conductor goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Route {
+pub enum Route {
     /// Into the engine as if from the client.
     Client(Bytes),
     /// Into the engine as if from the agent.
@@ -60,7 +60,7 @@ pub(crate) enum Route {
 
 /// The translation state of one chain connection.
 #[derive(Debug)]
-pub(crate) struct Chain {
+pub struct Chain {
     dialect: Dialect,
     next_id: u64,
     /// Our request id → the client's id, for client requests sent on to the successor.
@@ -70,7 +70,7 @@ pub(crate) struct Chain {
 }
 
 impl Chain {
-    pub(crate) fn new(dialect: Dialect) -> Chain {
+    pub fn new(dialect: Dialect) -> Chain {
         Chain {
             dialect,
             next_id: 0,
@@ -85,7 +85,7 @@ impl Chain {
     }
 
     /// A frame from the conductor.
-    pub(crate) fn route_inbound(&mut self, frame: Bytes) -> Route {
+    pub fn route_inbound(&mut self, frame: Bytes) -> Route {
         let Parsed::Message(env) = envelope::parse(&frame) else {
             return Route::Client(frame);
         };
@@ -129,7 +129,7 @@ impl Chain {
     }
 
     /// The engine sends this to the agent: wrap it for the successor.
-    pub(crate) fn wrap_for_successor(&mut self, frame: Bytes) -> Bytes {
+    pub fn wrap_for_successor(&mut self, frame: Bytes) -> Bytes {
         let Parsed::Message(env) = envelope::parse(&frame) else {
             return frame;
         };
@@ -164,7 +164,7 @@ impl Chain {
     }
 
     /// The engine sends this to the client: requests get an id of our own.
-    pub(crate) fn wrap_for_predecessor(&mut self, frame: Bytes) -> Bytes {
+    pub fn wrap_for_predecessor(&mut self, frame: Bytes) -> Bytes {
         let Parsed::Message(env) = envelope::parse(&frame) else {
             return frame;
         };

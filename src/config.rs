@@ -7,9 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::dump::DumpConfig;
 use crate::engine::{EngineConfig, Limits, SubagentDisplay, ZedOptions};
-use crate::subagents::presets::PresetSet;
-use crate::subagents::select::PresetChoice;
-use crate::subagents::spec::PresetSpec;
+use crate::subagents::preset::select::PresetChoice;
+use crate::subagents::preset::set::PresetSet;
+use crate::subagents::preset::spec::PresetSpec;
 use crate::transport::relay::ShutdownConfig;
 
 /// Default maximum size of one frame held in memory (64 MiB).

@@ -6,13 +6,13 @@
 // System calls and SIMD intrinsics only, in the modules that allow it by name.
 #![deny(unsafe_code)]
 
-// Layers (listed alphabetically), bottom up: {units, wire, zed_view} ← subagents ← engine ←
-// {chain, dump, store, transport} ← config ← dump_tools ← devtools; each imports only the
-// ones below it (tests/it/layers.rs checks).
-mod chain;
+// Layers, bottom up: {units, platform, wire} ← subagents ← engine ← {chain, dump, store} ←
+// transport ← config; each imports only the ones below it (tests/it/layers.rs checks). The
+// tools that read dumps, the Zed model, the demo and the subcommands are the
+// `acp-proxy-tools` crate (crates/acp-proxy-tools), which this library never imports.
+pub mod chain;
 pub mod config;
 pub mod dump;
-pub mod dump_tools;
 pub mod engine;
 #[allow(unsafe_code)] // system calls the std library and rustix do not offer
 pub mod platform;
@@ -22,8 +22,3 @@ pub mod subagents;
 pub mod transport;
 pub mod units;
 pub mod wire;
-pub mod zed_view;
-
-/// Development tools the `acp-proxy` binary runs (`demo`, `demo-agent`); not an API.
-#[doc(hidden)]
-pub mod devtools;

@@ -15,8 +15,7 @@ use acp_proxy::dump::Dump;
 use acp_proxy::engine::Engine;
 use acp_proxy::store::{self, Store, StoreConfig, StoreLocation};
 use acp_proxy::transport::relay::{self, RelayOptions};
-
-mod cli;
+use acp_proxy_tools::{cli, devtools, dump_tools};
 
 /// An ACP proxy between your editor and any ACP agent: it shows the agent's subagents as real
 /// subagents in the editor and relays everything else unchanged.
@@ -171,12 +170,12 @@ enum Command {
         #[command(flatten)]
         config: ConfigArg,
         #[command(subcommand)]
-        command: acp_proxy::dump_tools::cli::DumpCommand,
+        command: dump_tools::cli::DumpCommand,
     },
     /// Feed a dump's inputs through the engine offline and print what the client gets.
     Replay {
         #[command(flatten)]
-        args: acp_proxy::dump_tools::cli::ReplayArgs,
+        args: dump_tools::cli::ReplayArgs,
         #[command(flatten)]
         config: ConfigArg,
     },
@@ -305,11 +304,11 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Some(Command::Demo { proxy_args }) => {
-            acp_proxy::devtools::demo::run(&proxy_args)?;
+            devtools::demo::run(&proxy_args)?;
             Ok(0)
         }
         Some(Command::DemoAgent { script }) => {
-            acp_proxy::devtools::demo_agent::run(script.as_deref())?;
+            devtools::demo_agent::run(script.as_deref())?;
             Ok(0)
         }
         Some(Command::AgentGuardian {
@@ -321,12 +320,12 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             Duration::from_millis(stdin_grace_ms),
             Duration::from_millis(term_grace_ms),
         )),
-        Some(Command::Dump { config, command }) => acp_proxy::dump_tools::cli::dump(
-            acp_proxy::dump_tools::cli::DumpArgs { command },
+        Some(Command::Dump { config, command }) => dump_tools::cli::dump(
+            dump_tools::cli::DumpArgs { command },
             config.config.or(cli.config).as_deref(),
         ),
         Some(Command::Replay { args, config }) => {
-            acp_proxy::dump_tools::cli::replay(args, config.config.or(cli.config).as_deref())
+            dump_tools::cli::replay(args, config.config.or(cli.config).as_deref())
         }
         Some(Command::Store {
             config,

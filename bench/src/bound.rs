@@ -97,19 +97,19 @@ pub(crate) fn run(
         (
             "key sieve over 1 MiB runs (lines with a key found, not scanned)",
             Box::new(|| {
-                let sieve = Sieve::Keys(scanner.signals());
+                let sieve = Sieve::Keys(scanner.key_set());
                 runs.iter().map(|r| sieve.lines(r).count()).sum()
             }),
         ),
         (
             "key sieve + key search of the lines found, over 1 MiB runs",
             Box::new(|| {
-                let (signals, sieve) = (scanner.signals(), Sieve::Keys(scanner.signals()));
+                let (key_set, sieve) = (scanner.key_set(), Sieve::Keys(scanner.key_set()));
                 runs.iter()
                     .map(|r| {
                         sieve
                             .lines(r)
-                            .filter(|h| !signals.scan(&r[h.hit..h.end]).is_empty())
+                            .filter(|h| !key_set.scan(&r[h.hit..h.end]).is_empty())
                             .count()
                     })
                     .sum()

@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use acp_proxy::engine::{Action, Engine, EngineConfig, SubagentDisplay};
 use acp_proxy::store::StoreOp;
-use acp_proxy::subagents::presets::PresetSet;
-use acp_proxy::subagents::select::PresetChoice;
+use acp_proxy::subagents::preset::select::PresetChoice;
+use acp_proxy::subagents::preset::set::PresetSet;
 use bytes::Bytes;
 
 use crate::gen::{self, Profile, FLOOD_TICK_MS, SESSION_ID};

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Millis;
-use crate::subagents::select::PresetChoice;
+use crate::subagents::preset::select::PresetChoice;
 
 /// How subagents are shown to the client (`display` in `proxy.toml`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]

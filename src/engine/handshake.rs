@@ -5,13 +5,13 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use super::{Action, Engine, EngineConfig, Mode, NoteLevel, SubagentDisplay};
-use crate::subagents::detect::Detector;
 use crate::subagents::entries::EntryRules;
+use crate::subagents::preset::detect::Detector;
+use crate::subagents::preset::select::AgentInfo;
 use crate::subagents::render::acp::Acp;
 use crate::subagents::render::transcript::Transcript;
 use crate::subagents::render::zed::Zed;
 use crate::subagents::render::Output;
-use crate::subagents::select::AgentInfo;
 use crate::wire::{self, write};
 
 /// The output of a flavour (Zed's cards until the client's `initialize` chose).

@@ -48,10 +48,10 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::subagents::detect::Detector;
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::{Children, History};
 use crate::subagents::persist::StoredChild;
+use crate::subagents::preset::detect::Detector;
 use crate::subagents::records::Record;
 use crate::subagents::render::Output;
 use crate::wire::envelope::{self, Kind, Parsed};
@@ -315,7 +315,7 @@ impl Engine {
 
     /// What reads agent frames ahead for this engine (its presets' byte tests).
     pub fn scanner(&self) -> Scanner {
-        Scanner::new(self.detector.signals().clone())
+        Scanner::new(self.detector.key_set().clone())
     }
 
     /// Whether a new tool call that names no spawn, parent or child kind may be read (not

@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use super::tool_order::ToolFrame;
 use super::{Action, Engine, Mode, NoteLevel};
-use crate::subagents::detect::{Detector, Spawn};
 use crate::subagents::model::SpawnSite;
+use crate::subagents::preset::detect::{Detector, Spawn};
 use crate::wire::keys::{self, Found};
 use crate::wire::update_view::{UpdateFrame, UpdateParts};
 
@@ -129,7 +129,7 @@ impl Engine {
     }
 
     /// A `session/update` taken apart: its session id and its update's fields and text.
-    /// `found` says which keys the frame's bytes hold (see [`keys::Signals`]).
+    /// `found` says which keys the frame's bytes hold (see [`keys::KeySet`]).
     pub(super) fn agent_update_parts(
         &mut self,
         frame: Bytes,

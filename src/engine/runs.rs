@@ -35,7 +35,7 @@ impl Engine {
             if unmarked_may_matter {
                 Sieve::Each
             } else {
-                Sieve::Keys(self.detector.signals())
+                Sieve::Keys(self.detector.key_set())
             }
         } else if self.client_requests.is_empty() {
             Sieve::None
@@ -55,7 +55,7 @@ impl Engine {
         out: &mut Vec<Action>,
     ) {
         let mut ahead = ahead
-            .filter(|a| a.searched_for(self.detector.signals()))
+            .filter(|a| a.searched_for(self.detector.key_set()))
             .map(|a| a.lines.into_iter().peekable());
         // `run[passed..pos]` went through untouched and has not been sent yet.
         let (mut pos, mut passed) = (0, 0);
@@ -77,8 +77,8 @@ impl Engine {
                                 .next_if(|l| l.start == h.start)
                                 .map_or_else(AgentScan::plain, |l| l.scan),
                         ),
-                        (None, Sieve::Keys(signals)) => {
-                            Some(AgentScan::found(signals.scan(&run[h.hit..h.end])))
+                        (None, Sieve::Keys(key_set)) => {
+                            Some(AgentScan::found(key_set.scan(&run[h.hit..h.end])))
                         }
                         (None, _) => None,
                     };

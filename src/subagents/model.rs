@@ -9,10 +9,10 @@ use super::pair::{Pair, PairMap, PairRef};
 
 use serde_json::Value;
 
-use super::detect::PresetId;
 use super::entries::{key_field, EntryCounter, EntryRules};
-use super::fold::Fold;
 use super::ids::{AgentSessionId, ChildId};
+use super::preset::detect::PresetId;
+use super::preset::transcript::fold::Fold;
 
 /// The tool name given to spawn cards the proxy synthesizes (Zed's own name for subagent
 /// spawns).

@@ -31,7 +31,7 @@ pub enum SpawnError {
 
 /// A running agent and its pipes.
 pub struct Agent {
-    pub child: Child,
+    pub process: Child,
     pub stdin: ChildStdin,
     pub stdout: ChildStdout,
     pub stderr: ChildStderr,
@@ -78,7 +78,7 @@ impl Agent {
             }
         };
         Ok(Agent {
-            child,
+            process: child,
             stdin,
             stdout,
             stderr,

@@ -10,8 +10,8 @@ pub mod agent_process;
 pub(crate) mod agent_reader;
 pub mod framing;
 pub(crate) mod outbox;
-// The Unix one polls the descriptors itself; the Windows one uses tokio's pipes.
-#[allow(unsafe_code)] // reads, writes and flags of the descriptors the relay polls
+// Both use tokio's pipes; the Unix one also reads the agent's pipe on the reader thread.
+#[allow(unsafe_code)] // the length of a buffer `read(2)` filled on the reader thread
 #[cfg_attr(windows, path = "pipe_windows.rs")]
 pub(crate) mod pipe;
 mod records;

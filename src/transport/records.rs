@@ -258,7 +258,7 @@ fn read_at_most(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::subagents::spec::ChildRecord;
+    use crate::subagents::preset::spec::ChildRecord;
 
     fn wait_for(f: &RecordFollower) -> Vec<(String, Record)> {
         let until = Instant::now() + Duration::from_secs(10);

@@ -238,7 +238,7 @@ fn start_agent(
     max_frame_bytes: usize,
 ) -> anyhow::Result<Started> {
     let Agent {
-        child,
+        process: handle,
         stdin,
         stdout,
         stderr,
@@ -252,7 +252,7 @@ fn start_agent(
         .context("cannot read the agent's stdout")?;
     let (stdin, stdin_writer) = Outbox::spawn(stdin, HIGH_WATER);
     let process = Process {
-        child,
+        process: handle,
         pgid,
         guardian,
         stdin_writer,
@@ -274,7 +274,7 @@ fn start_agent(
 
 /// The agent's process and where its stopping stands.
 struct Process {
-    child: tokio::process::Child,
+    process: tokio::process::Child,
     /// Process group id (= the child's pid, since it leads its own group).
     pgid: i32,
     /// Stops the group should the proxy die; stood down once the proxy has stopped it.
@@ -484,7 +484,7 @@ impl<R: AsyncRead + Unpin> Relay<R> {
                         .map(|(t, _)| t.saturating_duration_since(Instant::now()))
                         .unwrap_or_default(),
                 };
-                agent_process::stop(&mut p.child, p.pgid, grace, term_grace).await?
+                agent_process::stop(&mut p.process, p.pgid, grace, term_grace).await?
             }
         };
         // The group is stopped: the guardian has nothing left to do.
@@ -543,7 +543,7 @@ async fn next_stderr_line(stderr: &mut Option<Stderr>) -> Option<std::io::Result
 
 async fn wait(process: &mut Option<Process>) -> std::io::Result<ExitStatus> {
     match process {
-        Some(p) => p.child.wait().await,
+        Some(p) => p.process.wait().await,
         None => std::future::pending().await,
     }
 }

@@ -83,7 +83,7 @@ const TOOL_CALL_PREFIX: &str = "\"tool_call";
 /// pattern hidden inside another's match is still found when it starts elsewhere; one that is
 /// part of another (`"subagent` in `"subagent_type"`) gives its kind to the longer one.
 #[derive(Debug, Clone)]
-pub struct Signals {
+pub struct KeySet {
     searcher: Searcher,
     /// The kinds of each pattern, by pattern index.
     kinds: Vec<u16>,
@@ -101,7 +101,7 @@ enum Searcher {
     Automaton(aho_corasick::AhoCorasick),
 }
 
-impl Signals {
+impl KeySet {
     /// The fixed keys plus the presets' parent keys, spawn, end and sibling markers (each
     /// quoted as it appears in JSON: `"parentToolUseId"`).
     pub fn new<S: AsRef<str>>(
@@ -109,7 +109,7 @@ impl Signals {
         spawn_markers: &[S],
         end_markers: &[S],
         sibling_markers: &[S],
-    ) -> Signals {
+    ) -> KeySet {
         let mut patterns: BTreeMap<String, u16> = BTreeMap::new();
         let mut add = |p: &str, k: u16| *patterns.entry(p.to_owned()).or_default() |= k;
         add("\"id\"", kind::ID);
@@ -153,7 +153,7 @@ impl Signals {
             ),
         };
         let tool_call = texts.iter().position(|t| t == TOOL_CALL_PREFIX);
-        Signals {
+        KeySet {
             searcher,
             kinds,
             tool_call,
@@ -162,7 +162,7 @@ impl Signals {
     }
 
     /// Whether `other` is this set or a clone of it (the same patterns).
-    pub fn same_as(&self, other: &Signals) -> bool {
+    pub fn same_as(&self, other: &KeySet) -> bool {
         Arc::ptr_eq(&self.origin, &other.origin)
     }
 
@@ -245,7 +245,7 @@ mod tests {
 
     #[test]
     fn one_pass_finds_every_kind_even_when_keys_overlap() {
-        let s = Signals::new(
+        let s = KeySet::new(
             &["\"parentToolUseId\""],
             &["\"subagent_type\"", "\"Task\""],
             &["\"background_task_"],

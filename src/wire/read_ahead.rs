@@ -8,7 +8,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::keys::{self, Found, Signals};
+use super::keys::{self, Found, KeySet};
 use super::line_body;
 use super::sieve::Sieve;
 use super::update_view::{UpdateFrame, UpdateParts};
@@ -55,12 +55,12 @@ pub struct ScannedLine {
 pub struct RunScan {
     pub lines: Vec<ScannedLine>,
     /// The keys searched for (the engine uses the result only if they are still its own).
-    signals: Signals,
+    key_set: KeySet,
 }
 
 impl RunScan {
-    pub(crate) fn searched_for(&self, signals: &Signals) -> bool {
-        self.signals.same_as(signals)
+    pub(crate) fn searched_for(&self, key_set: &KeySet) -> bool {
+        self.key_set.same_as(key_set)
     }
 }
 
@@ -86,16 +86,16 @@ const READ_AHEAD: u16 = keys::kind::NEW_TOOL_CALL
 /// Scans agent frames for the keys an engine's presets test for; cheap to clone, `Send`.
 #[derive(Debug, Clone)]
 pub struct Scanner {
-    signals: Signals,
+    key_set: KeySet,
     /// Whether the engine reads new tool calls now (see [`Scanner::reads_new_tool_calls`]);
     /// shared by the clones.
     new_tool_calls: Arc<AtomicBool>,
 }
 
 impl Scanner {
-    pub fn new(signals: Signals) -> Scanner {
+    pub fn new(key_set: KeySet) -> Scanner {
         Scanner {
-            signals,
+            key_set,
             new_tool_calls: Arc::new(AtomicBool::new(true)),
         }
     }
@@ -111,23 +111,23 @@ impl Scanner {
     }
 
     /// The keys it searches for.
-    pub fn signals(&self) -> &Signals {
-        &self.signals
+    pub fn key_set(&self) -> &KeySet {
+        &self.key_set
     }
 
     /// `frame` is one line, terminator included.
     pub fn scan(&self, frame: &[u8]) -> AgentScan {
-        self.read(frame, self.signals.scan(frame))
+        self.read(frame, self.key_set.scan(frame))
     }
 
     /// Every line of `run` (whole lines) that holds a key, found in one pass over its bytes
     /// ([`Sieve`]), each scanned as [`Scanner::scan`] does.
     pub fn scan_run(&self, run: &[u8]) -> RunScan {
-        let lines = Sieve::Keys(&self.signals)
+        let lines = Sieve::Keys(&self.key_set)
             .lines(run)
             .map(|h| {
                 // No key starts before the hit: the line's keys are those from there on.
-                let found = self.signals.scan(&run[h.hit..h.end]);
+                let found = self.key_set.scan(&run[h.hit..h.end]);
                 ScannedLine {
                     start: h.start,
                     end: h.end,
@@ -137,7 +137,7 @@ impl Scanner {
             .collect();
         RunScan {
             lines,
-            signals: self.signals.clone(),
+            key_set: self.key_set.clone(),
         }
     }
 

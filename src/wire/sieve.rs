@@ -2,7 +2,7 @@
 //! bytes: a frame holding none of the keys the engine's byte tests look for cannot concern
 //! it, so the lines between two hits are never split or looked at one by one.
 
-use super::keys::{self, Signals};
+use super::keys::{self, KeySet};
 
 /// Which lines of a run of frames the engine must read; the engine says which applies in its
 /// current state.
@@ -13,7 +13,7 @@ pub enum Sieve<'a> {
     /// Lines with an `"id"` key (a response the client waits for may be among them).
     Id,
     /// Lines with one of these keys.
-    Keys(&'a Signals),
+    Keys(&'a KeySet),
     /// Every line.
     Each,
 }
@@ -35,7 +35,7 @@ impl Sieve<'_> {
             Sieve::None => return None,
             Sieve::Each => from,
             Sieve::Id => from + keys::ID_KEY.find(rest)?,
-            Sieve::Keys(signals) => from + signals.find(rest)?,
+            Sieve::Keys(key_set) => from + key_set.find(rest)?,
         };
         // No key holds a `\n`: the hit lies within one line.
         let start = memchr::memrchr(b'\n', &run[from..at]).map_or(from, |i| from + i + 1);
@@ -66,7 +66,7 @@ mod tests {
     /// The sieve picks exactly the lines a per-line search would.
     #[test]
     fn picks_the_lines_a_per_line_search_picks() {
-        let signals = Signals::new(&["\"parentToolUseId\""], &["\"Task\""], &[], &[]);
+        let key_set = KeySet::new(&["\"parentToolUseId\""], &["\"Task\""], &[], &[]);
         let run = concat!(
             "{\"a\":\"plain\"}\n",
             "{\"id\":3,\"result\":{}}\n",
@@ -78,7 +78,7 @@ mod tests {
         )
         .as_bytes();
         let each: Vec<(usize, usize)> = lines(run).collect();
-        for sieve in [Sieve::None, Sieve::Id, Sieve::Keys(&signals), Sieve::Each] {
+        for sieve in [Sieve::None, Sieve::Id, Sieve::Keys(&key_set), Sieve::Each] {
             let want: Vec<(usize, usize)> = each
                 .iter()
                 .copied()
@@ -98,6 +98,6 @@ mod tests {
                 }
             }
         }
-        assert_eq!(Sieve::Keys(&signals).lines(run).count(), 4);
+        assert_eq!(Sieve::Keys(&key_set).lines(run).count(), 4);
     }
 }

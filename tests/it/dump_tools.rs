@@ -14,7 +14,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use acp_proxy::dump::reader::{ReadOptions, Reader};
-use acp_proxy::dump_tools::{check, cli, replay};
+use acp_proxy_tools::dump_tools::{check, cli, replay};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_acp-proxy");

@@ -1,25 +1,26 @@
-//! The library's modules are layers, and every import points down:
+//! The product library's modules are layers, and every import points down:
 //!
 //! ```text
-//! {units, wire, zed_view, platform} ← subagents ← engine ← {chain, dump, store, transport}
-//!     ← config ← dump_tools ← main
+//! {units, wire, platform} ← subagents ← engine ← {chain, dump, store} ← transport ← config
 //! ```
 //!
 //! so the sans-IO core (the engine and the subagent model) never imports the shell, the
-//! store or the config, and could be lifted into a crate of its own. The check reads every
-//! `crate::` path (and `super::` path) in `src/`, outside comments and string literals, and
-//! fails on one that points up or sideways.
+//! store or the config. The tools (crates/acp-proxy-tools: the Zed model, the dump tools, the
+//! subcommands, the demo) are a crate of their own with layers of the same kind, built on the
+//! library's public API; the library never imports them, so the product crate is the proxy
+//! alone. The check reads every `crate::` path (and `super::` path) in each crate's sources,
+//! outside comments and string literals, and fails on one that points up or sideways.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Each layer (a top-level module of `src/lib.rs`) and the layers it may import.
-const LAYERS: &[(&str, &[&str])] = &[
+/// A crate's layers: each (a top-level module of its lib.rs) and the layers it may import.
+type Layers = &'static [(&'static str, &'static [&'static str])];
+
+/// The product library (crates/acp-proxy-core, sources in `src/`).
+const LAYERS: Layers = &[
     ("units", &[]),
     ("wire", &[]),
-    // What Zed does with frames, as a model: the dump checker, the demo and the tests judge
-    // the proxy's output with it.
-    ("zed_view", &[]),
     // What differs per operating system; it knows nothing of the proxy.
     ("platform", &[]),
     ("subagents", &["wire"]),
@@ -54,41 +55,20 @@ const LAYERS: &[(&str, &[&str])] = &[
             "transport",
         ],
     ),
+];
+
+/// The tools crate (crates/acp-proxy-tools/src); the library is `acp_proxy::` to it, open to
+/// all of them.
+const TOOL_LAYERS: Layers = &[
+    // What Zed does with frames, as a model: the dump checker, `doctor`, the demo and the
+    // tests judge the proxy's output with it.
+    ("zed_view", &[]),
     // The tools that read a dump replay it through the engine with the settings it recorded.
-    (
-        "dump_tools",
-        &[
-            "units",
-            "platform",
-            "wire",
-            "zed_view",
-            "subagents",
-            "engine",
-            "chain",
-            "redact",
-            "dump",
-            "store",
-            "config",
-        ],
-    ),
-    // Tools beside the product: they may use it, the product never uses them.
-    (
-        "devtools",
-        &[
-            "units",
-            "platform",
-            "wire",
-            "zed_view",
-            "subagents",
-            "engine",
-            "chain",
-            "redact",
-            "dump",
-            "store",
-            "transport",
-            "config",
-        ],
-    ),
+    ("dump_tools", &["zed_view"]),
+    // The binary's own subcommands.
+    ("cli", &["zed_view"]),
+    // Tools for developing the proxy: nothing else uses them.
+    ("devtools", &["zed_view"]),
 ];
 
 /// Imports forbidden inside a layer: (importing module, imported module), as path prefixes.
@@ -96,7 +76,7 @@ const INNER: &[(&str, &str)] = &[
     // One model, several renderers: the model knows none of them.
     ("subagents::model", "subagents::render"),
     ("subagents::persist", "subagents::render"),
-    ("subagents::render", "subagents::detect"),
+    ("subagents::render", "subagents::preset::detect"),
     // A child's life and the client's side are the engine's main flow: the mechanisms of
     // single agent families (`engine::quirks`) hook into it, never the other way round.
     ("engine::child", "engine::quirks"),
@@ -105,13 +85,76 @@ const INNER: &[(&str, &str)] = &[
 
 #[test]
 fn every_import_points_down_the_layers() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut problems = check_crate(&manifest.join("src"), LAYERS);
+    problems.extend(check_crate(
+        &manifest.join("crates/acp-proxy-tools/src"),
+        TOOL_LAYERS,
+    ));
+    assert!(
+        problems.is_empty(),
+        "imports against the layers (wire ← subagents ← engine ← {{chain, dump, store}} ← \
+         transport ← config; in the tools zed_view ← {{dump_tools, cli, devtools}}):\n{}",
+        problems.join("\n")
+    );
+}
+
+/// The product library never imports the tools: not in its manifest, not in its sources.
+#[test]
+fn the_product_library_does_not_import_the_tools() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let core = std::fs::read_to_string(manifest.join("crates/acp-proxy-core/Cargo.toml"))
+        .expect("read the library's manifest");
+    let table: toml::Table = toml::from_str(&core).expect("the library's manifest parses");
+    let deps: Vec<&String> = ["dependencies", "dev-dependencies", "build-dependencies"]
+        .iter()
+        .filter_map(|k| table.get(*k).and_then(toml::Value::as_table))
+        .flat_map(|t| t.keys())
+        .collect();
+    assert!(
+        deps.iter().any(|d| *d == "bytes"),
+        "the check read the library's dependencies: {deps:?}"
+    );
+    assert!(
+        !deps.iter().any(|d| d.starts_with("acp-proxy")),
+        "the library depends on {deps:?}"
+    );
+    let lib = std::fs::read_to_string(manifest.join("src/lib.rs")).expect("read lib.rs");
+    let tools = std::fs::read_to_string(manifest.join("crates/acp-proxy-tools/src/lib.rs"))
+        .expect("read the tools' lib.rs");
     let mut files = Vec::new();
-    rust_files(&root, &mut files);
-    let mut seen: BTreeMap<&str, usize> = LAYERS.iter().map(|(l, _)| (*l, 0)).collect();
+    rust_files(&manifest.join("src"), &mut files);
+    let mut seen = 0;
+    for file in files.iter().filter(|f| !f.ends_with("main.rs")) {
+        let text = code_only(&std::fs::read_to_string(file).expect("read a source file"));
+        seen += 1;
+        assert!(
+            !text.contains("acp_proxy_tools"),
+            "{} imports the tools",
+            file.display()
+        );
+    }
+    assert!(seen > 50, "the check read the library's sources ({seen})");
+    for (module, _) in TOOL_LAYERS {
+        assert!(
+            tools.contains(&format!("pub mod {module};")),
+            "the tools crate holds `{module}`"
+        );
+        assert!(
+            !code_only(&lib).contains(&format!("mod {module};")),
+            "the library still holds `{module}`"
+        );
+    }
+}
+
+/// Every import in the crate whose sources are under `root` against its `layers`.
+fn check_crate(root: &Path, layers: Layers) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(root, &mut files);
+    let mut seen: BTreeMap<&str, usize> = layers.iter().map(|(l, _)| (*l, 0)).collect();
     let mut problems = Vec::new();
     for file in &files {
-        let rel = file.strip_prefix(&root).expect("under src");
+        let rel = file.strip_prefix(root).expect("under the crate's root");
         let Some(module) = module_of(rel) else {
             continue;
         };
@@ -120,23 +163,19 @@ fn every_import_points_down_the_layers() {
         }
         let text = std::fs::read_to_string(file).expect("read a source file");
         for (line, target) in imports(&module, &text) {
-            if let Some(why) = violation(&module, &target) {
-                problems.push(format!("src/{}:{line}: {why}", rel.display()));
+            if let Some(why) = violation(layers, &module, &target) {
+                problems.push(format!("{}:{line}: {why}", file.display()));
             }
         }
     }
     for (layer, n) in seen {
         assert!(
             n > 0,
-            "no source file found for layer `{layer}`: update LAYERS"
+            "no source file found for layer `{layer}` under {}: update the layers",
+            root.display()
         );
     }
-    assert!(
-        problems.is_empty(),
-        "imports against the layers (wire ← subagents ← engine ← {{chain, dump, store, \
-         transport}} ← config):\n{}",
-        problems.join("\n")
-    );
+    problems
 }
 
 #[test]
@@ -147,7 +186,9 @@ fn the_check_finds_an_import_that_points_up() {
                 use crate::{wire::keys, config::Config};\n\
                 fn f() { crate::transport::relay::run_stdio; }\n";
     let found: Vec<String> = imports(&engine, text)
-        .filter_map(|(line, target)| violation(&engine, &target).map(|v| format!("{line} {v}")))
+        .filter_map(|(line, target)| {
+            violation(LAYERS, &engine, &target).map(|v| format!("{line} {v}"))
+        })
         .collect();
     assert_eq!(found.len(), 2, "{found:?}");
     assert!(
@@ -163,7 +204,7 @@ fn the_check_finds_an_import_that_points_up() {
         &model,
         "use super::render::zed;\nuse super::ids::ChildId;\n",
     )
-    .filter_map(|(_, t)| violation(&model, &t))
+    .filter_map(|(_, t)| violation(LAYERS, &model, &t))
     .collect();
     assert_eq!(found.len(), 1, "{found:?}");
 }
@@ -417,11 +458,11 @@ fn module_of(rel: &Path) -> Option<Vec<String>> {
 }
 
 /// Why `module` may not import `target`, if it may not.
-fn violation(module: &[String], target: &[String]) -> Option<String> {
+fn violation(layers: Layers, module: &[String], target: &[String]) -> Option<String> {
     let from = module.first()?;
     let to = target.first()?;
-    let allowed = LAYERS.iter().find(|(l, _)| l == from)?.1;
-    if to != from && LAYERS.iter().any(|(l, _)| l == to) && !allowed.contains(&to.as_str()) {
+    let allowed = layers.iter().find(|(l, _)| l == from)?.1;
+    if to != from && layers.iter().any(|(l, _)| l == to) && !allowed.contains(&to.as_str()) {
         return Some(format!(
             "`{}` imports `{}`: layer `{from}` may import only {allowed:?}",
             module.join("::"),

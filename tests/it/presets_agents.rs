@@ -7,9 +7,11 @@
 use std::collections::BTreeMap;
 
 use crate::support::engine::fixture;
-use acp_proxy::subagents::detect::{sibling_owner, Detector, EndNames, EndStatus, SiblingOwner};
-use acp_proxy::subagents::select::{AgentInfo, PresetChoice};
-use acp_proxy::subagents::spec::{ChildReplay, TranscriptOn};
+use acp_proxy::subagents::preset::detect::{
+    sibling_owner, Detector, EndNames, EndStatus, SiblingOwner,
+};
+use acp_proxy::subagents::preset::select::{AgentInfo, PresetChoice};
+use acp_proxy::subagents::preset::spec::{ChildReplay, TranscriptOn};
 use serde_json::Value;
 
 /// What the detector found in a capture.
@@ -138,7 +140,7 @@ fn observe(name: &str) -> Seen {
         };
         let pid = d.spawn(u).map(|s| s.preset).unwrap_or_else(|| {
             let name = &seen.spawns[at].preset;
-            acp_proxy::subagents::detect::PresetId(
+            acp_proxy::subagents::preset::detect::PresetId(
                 d.presets()
                     .iter()
                     .position(|p| p.name == *name)
@@ -178,7 +180,7 @@ fn observe(name: &str) -> Seen {
     seen
 }
 
-fn entries(t: &acp_proxy::subagents::lines::Transcript) -> Vec<String> {
+fn entries(t: &acp_proxy::subagents::preset::transcript::grammar::ParsedTranscript) -> Vec<String> {
     t.entries
         .iter()
         .map(|e| {
@@ -678,7 +680,7 @@ fn every_capture_has_a_table_row() {
 /// and the detector's one-pass scan flags each spawn and each parent reference.
 #[test]
 fn every_matching_frame_holds_a_marker_of_its_rule() {
-    use acp_proxy::subagents::presets::PresetSet;
+    use acp_proxy::subagents::preset::set::PresetSet;
     use acp_proxy::wire::keys::kind;
     let set = PresetSet::builtin();
     let all = Detector::new(set.iter().cloned().collect());

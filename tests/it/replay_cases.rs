@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use acp_proxy::dump_tools::replay;
+use acp_proxy_tools::dump_tools::replay;
 
 const BIN: &str = env!("CARGO_BIN_EXE_acp-proxy");
 

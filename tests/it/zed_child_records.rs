@@ -5,8 +5,8 @@
 //! `tests/fixtures/e2e/claude-agent-acp-0.49.0-*.dump.jsonl` and the record Claude Code wrote
 //! in the background run (`…-background.agent.jsonl`).
 
+use acp_proxy::subagents::preset::spec::ChildRecord;
 use acp_proxy::subagents::records::{self, Record, RecordWatch};
-use acp_proxy::subagents::spec::ChildRecord;
 use serde_json::Value;
 
 use crate::support::engine::{entry_lines, Harness};

@@ -5,9 +5,9 @@
 use serde_json::{json, Value};
 
 use crate::engine::{str_field, Action, Engine};
-use crate::subagents::detect::{PresetId, SpawnEvent};
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::{Card, Child, ChildState, Prompt, SpawnSite};
+use crate::subagents::preset::detect::{PresetId, SpawnEvent};
 use crate::subagents::render::{self, CardChange};
 
 /// What one update of a spawn card changes, read before the card is touched.

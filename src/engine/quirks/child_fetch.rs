@@ -36,7 +36,7 @@ use serde_json::{json, Value};
 
 use crate::engine::{str_field, Action, Engine, Millis, NoteLevel};
 use crate::subagents::ids::ChildId;
-use crate::subagents::spec::ChildReplay;
+use crate::subagents::preset::spec::ChildReplay;
 use crate::wire::keys::string_after_key_bytes;
 use crate::wire::update_view::UpdateParts;
 use crate::wire::{self, write};

@@ -9,9 +9,9 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::engine::{str_field, Action, Engine};
-use crate::subagents::detect::{EndNames, EndStatus};
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::{ChildState, Prompt};
+use crate::subagents::preset::detect::{EndNames, EndStatus};
 use crate::subagents::render;
 
 /// Children announced with no task, until their thread opens with the preset's note.

@@ -1,14 +1,14 @@
-//! A child's work the agent folds into text (`subagents::fold`): in the spawn card itself
+//! A child's work the agent folds into text (`subagents::preset::transcript::fold`): in the spawn card itself
 //! (DeepSeek Harness) or in a call beside it (AgentPool, `sibling`). What each version changed
 //! goes into the child thread like the child's own events, with the card's live progress.
 
 use serde_json::{json, Value};
 
 use crate::engine::{str_field, Action, Engine};
-use crate::subagents::fold::Fold;
 use crate::subagents::ids::ChildId;
+use crate::subagents::preset::spec::TranscriptOn;
+use crate::subagents::preset::transcript::fold::Fold;
 use crate::subagents::render::Step;
-use crate::subagents::spec::TranscriptOn;
 
 impl Engine {
     /// Updates read out of a folded transcript, recorded in the child's thread.

@@ -19,12 +19,12 @@ use serde_json::Value;
 
 use crate::engine::child::events::settled_card_grown;
 use crate::engine::{Action, Engine};
-use crate::subagents::detect::PresetId;
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::ChildState;
+use crate::subagents::preset::detect::PresetId;
+use crate::subagents::preset::spec::ChildRecord;
 use crate::subagents::records::{Record, RecordWatch};
 use crate::subagents::render;
-use crate::subagents::spec::ChildRecord;
 
 /// Agent child ids remembered, at most (the map is cleared past it: only the following of
 /// records not asked for yet is lost).

@@ -1,7 +1,7 @@
 //! Calls beside a spawn that carry its child's work (AgentPool's `🤖 <name>` box, tool call
 //! id `subagent:<name>:<depth>`, its content re-sent whole on every update). A box goes to the
 //! one open spawn whose `spawn_key` equals its `key`: it is hidden from the parent, and its text
-//! becomes that child's thread (`subagents::fold`). With no such spawn, or several (two runs of
+//! becomes that child's thread (`subagents::preset::transcript::fold`). With no such spawn, or several (two runs of
 //! the same agent at once), it stays in the parent, as the agent sent it.
 //!
 //! Where a box went is decided when it opens and kept for its updates, so the client never
@@ -14,11 +14,11 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::engine::{str_field, Action, Engine, NoteLevel};
-use crate::subagents::detect::{sibling_owner, SiblingOwner};
-use crate::subagents::fold::Fold;
 use crate::subagents::ids::ChildId;
 use crate::subagents::pair::{Pair, PairMap, PairRef};
-use crate::subagents::spec::{SiblingContent, TranscriptOn};
+use crate::subagents::preset::detect::{sibling_owner, SiblingOwner};
+use crate::subagents::preset::spec::{SiblingContent, TranscriptOn};
+use crate::subagents::preset::transcript::fold::Fold;
 use crate::wire::write;
 
 /// Boxes remembered, at most (those routed to the parent are dropped past it).

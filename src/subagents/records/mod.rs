@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::spec::ChildRecord;
+use super::preset::spec::ChildRecord;
 
 /// Bytes of a record read, at most: a record past it is not used.
 pub const MAX_RECORD_BYTES: u64 = 8 << 20;

@@ -23,7 +23,7 @@ use serde_json::{json, Map, Value};
 use super::{card_base, synthesized_base, CardChange, Render, Step};
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::{Child, ChildState};
-use crate::subagents::vocab::Pattern;
+use crate::subagents::preset::vocab::Pattern;
 
 /// Lines kept in a card's log; older ones are summarised as a count.
 const MAX_LINES: usize = 24;

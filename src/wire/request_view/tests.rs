@@ -52,7 +52,8 @@ fn leaves_the_unusual_to_serde_json() {
 /// Every agent request of the captures reads the same both ways.
 #[test]
 fn agrees_on_every_request_of_the_captures() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    // The library's manifest is crates/acp-proxy-core; the fixtures are the repository's.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
     let mut files = vec![root.clone()];
     let mut read = 0;
     while let Some(path) = files.pop() {

@@ -10,7 +10,7 @@ pub mod rng;
 pub mod standard;
 pub mod store;
 pub mod store_writer;
-/// The Zed model lives in the library (the demo prints through it too).
+/// The Zed model lives in the tools crate (the demo and `doctor` print through it too).
 pub mod zed_model {
-    pub use acp_proxy::zed_view::*;
+    pub use acp_proxy_tools::zed_view::*;
 }

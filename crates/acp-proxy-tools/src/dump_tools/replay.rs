@@ -16,12 +16,12 @@ use anyhow::Context;
 use bytes::Bytes;
 
 use super::cli::ReplayArgs;
-use crate::chain::{self, Chain, Route};
-use crate::config::Config;
-use crate::dump::reader::{FileInfo, Item, ReadOptions, Reader, Record};
-use crate::dump::{recorded_text, Direction};
-use crate::engine::{Action, Engine, EngineConfig};
-use crate::store::{Store, StoreConfig, StoreLocation};
+use acp_proxy::chain::{self, Chain, Route};
+use acp_proxy::config::Config;
+use acp_proxy::dump::reader::{FileInfo, Item, ReadOptions, Reader, Record};
+use acp_proxy::dump::{recorded_text, Direction};
+use acp_proxy::engine::{Action, Engine, EngineConfig};
+use acp_proxy::store::{Store, StoreConfig, StoreLocation};
 
 /// One frame or note that came out of the engine (or was recorded).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -393,7 +393,7 @@ impl Replayer {
                     });
                 }
                 Action::Untouched(bytes) => {
-                    for (a, b) in crate::wire::lines(&bytes) {
+                    for (a, b) in acp_proxy::wire::lines(&bytes) {
                         let line = bytes.slice(a..b);
                         self.next_line_step();
                         let text = recorded_text(Direction::ProxyToClient, &line, self.redact);
@@ -708,8 +708,8 @@ pub fn emit_case(paths: &[PathBuf], dir: &Path, name: &str) -> anyhow::Result<Pa
                 // One header per run (the parts of one run make one).
                 if last_run.as_ref() != Some(&info.run) {
                     last_run = Some(info.run.clone());
-                    let header = crate::dump::Header {
-                        format: crate::dump::FORMAT_NAME.to_owned(),
+                    let header = acp_proxy::dump::Header {
+                        format: acp_proxy::dump::FORMAT_NAME.to_owned(),
                         version: info.version,
                         proxy_version: info.proxy_version.clone(),
                         // A case is shared with others: paths are cut to file names.

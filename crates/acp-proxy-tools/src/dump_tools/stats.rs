@@ -6,8 +6,8 @@ use std::hash::{Hash, Hasher};
 
 use super::annotate::{short_session, Kind, Tracker};
 use super::view::{date_time, short_dir};
-use crate::dump::reader::{human_bytes, Item, Reader, Record};
-use crate::dump::Direction;
+use acp_proxy::dump::reader::{human_bytes, Item, Reader, Record};
+use acp_proxy::dump::Direction;
 
 /// Distinct methods counted one by one; the rest are counted together.
 const MAX_METHODS: usize = 500;

@@ -18,14 +18,14 @@ use acp_proxy::config::{self, Config, ConfigSource};
 use acp_proxy::engine::Mode;
 use acp_proxy::engine::SubagentDisplay as Display;
 use acp_proxy::store::StoreLocation;
-use acp_proxy::subagents::select::AgentInfo;
+use acp_proxy::subagents::preset::select::AgentInfo;
 
 use super::agents::{self, KnownAgent};
 use super::{absolute, shell_line};
 use probe::Outcome;
 
 #[derive(clap::Args, Debug)]
-pub(crate) struct DoctorArgs {
+pub struct DoctorArgs {
     /// A known agent instead of a command (see `acp-proxy setup zed --list`).
     #[arg(long, value_name = "NAME", conflicts_with = "command")]
     agent: Option<String>,
@@ -85,12 +85,12 @@ impl Report {
 }
 
 /// Global flags that change the proxy's settings.
-pub(crate) struct Overrides<'a> {
+pub struct Overrides<'a> {
     pub config: Option<&'a Path>,
     pub store: Option<StoreLocation>,
 }
 
-pub(crate) fn run(args: DoctorArgs, overrides: Overrides<'_>) -> anyhow::Result<i32> {
+pub fn run(args: DoctorArgs, overrides: Overrides<'_>) -> anyhow::Result<i32> {
     let demo = args.agent.is_none() && args.command.is_empty();
     let (known, command) = match &args.agent {
         Some(name) => {

@@ -1,13 +1,24 @@
-//! One preset, compiled from its [spec](super::spec) and checked: every problem is reported
-//! with the key that holds it.
+//! The preset language: per-agent subagent signatures as data (the TOML files in `presets/`).
+//! `spec` is a preset as written, `vocab` its building blocks compiled, this module one preset
+//! compiled and checked (every problem reported with the key that holds it), `set` the
+//! shipped and user presets together, `select` the choice per agent, `detect` the matcher the
+//! engine asks, `transcript` a folded transcript's grammar and its reading back into child
+//! updates.
+
+pub mod detect;
+pub mod select;
+pub mod set;
+pub mod spec;
+pub mod transcript;
+pub mod vocab;
 
 use std::sync::Arc;
 
-use super::lines::Grammar;
-use super::spec::{
+use self::spec::{
     ChildRecord, ChildReplay, PresetSpec, SiblingContent, SourceSpec, SpawnEventKind, SpawnSpec,
 };
-use super::vocab::{check_pointer, final_key, quoted, Pattern, PresetError, Rule, Source};
+use self::transcript::grammar::Grammar;
+use self::vocab::{check_pointer, final_key, quoted, Pattern, PresetError, Rule, Source};
 
 /// Where a preset comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -314,7 +325,7 @@ impl Preset {
             .transpose()?;
         if transcript
             .as_ref()
-            .is_some_and(|t| t.on == super::spec::TranscriptOn::Sibling)
+            .is_some_and(|t| t.on == spec::TranscriptOn::Sibling)
             && sibling.is_empty()
         {
             return Err(PresetError::new(
@@ -557,7 +568,7 @@ impl Preset {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::subagents::spec::PresetFile;
+    use crate::subagents::preset::spec::PresetFile;
 
     fn compile(text: &str) -> Result<Preset, PresetError> {
         let mut f: PresetFile = toml::from_str(text).expect("parses");

@@ -10,15 +10,15 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
 
-use super::lines::{Change, Entry, EntryKind, Grammar, Tail, Transcript};
-use super::spec::EntryStatus;
+use super::grammar::{Change, Entry, EntryKind, Grammar, ParsedTranscript, Tail};
+use crate::subagents::preset::spec::EntryStatus;
 
 /// One child's folded transcript as read so far.
 #[derive(Debug, Clone, Default)]
 pub struct Fold {
     /// The text as last seen, while it only grows (to find what a new version appended).
     text: String,
-    seen: Transcript,
+    seen: ParsedTranscript,
     tail: Tail,
     /// Entries of the runs before this one (a box that opened again), so ids never repeat.
     offset: usize,
@@ -38,7 +38,7 @@ impl Fold {
     /// The transcript starts over (a box opened again): new entries follow the earlier ones.
     pub fn restart(&mut self) {
         self.offset += self.seen.omitted + self.seen.entries.len();
-        self.seen = Transcript::default();
+        self.seen = ParsedTranscript::default();
         self.text.clear();
         self.tail = Tail::default();
     }
@@ -102,7 +102,7 @@ impl Fold {
         format!("{}-{}", self.base, self.offset + index)
     }
 
-    fn advance(&mut self, next: Transcript) -> Vec<Value> {
+    fn advance(&mut self, next: ParsedTranscript) -> Vec<Value> {
         let prev_end = self.seen.omitted + self.seen.entries.len();
         let changes = next.changes_since(&self.seen);
         let mut out = Vec::new();
@@ -201,14 +201,14 @@ impl Fold {
 }
 
 /// The top-level tool entry that entry `index` (absolute) is nested under.
-fn owner_of(t: &Transcript, index: usize) -> Option<usize> {
+fn owner_of(t: &ParsedTranscript, index: usize) -> Option<usize> {
     let local = index.checked_sub(t.omitted)?;
     let owner = t.entries[..local].iter().rposition(|e| e.depth == 0)?;
     (t.entries[owner].kind == EntryKind::Tool).then_some(owner + t.omitted)
 }
 
 /// The entries nested under the tool entry `owner` (absolute), one line each.
-fn nested_block(t: &Transcript, owner: usize) -> Option<String> {
+fn nested_block(t: &ParsedTranscript, owner: usize) -> Option<String> {
     let local = owner.checked_sub(t.omitted)?;
     let lines: Vec<String> = t
         .entries
@@ -265,7 +265,7 @@ fn text_content(text: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::subagents::spec::TranscriptSpec;
+    use crate::subagents::preset::spec::TranscriptSpec;
 
     fn grammar(toml_text: &str) -> Grammar {
         let spec: TranscriptSpec = toml::from_str(toml_text).expect("grammar parses");

@@ -1,5 +1,5 @@
 use super::*;
-use crate::subagents::presets::PresetSet;
+use crate::subagents::preset::set::PresetSet;
 use crate::wire::keys::kind;
 use serde_json::json;
 
@@ -97,7 +97,7 @@ fn presets_not_in_force_match_nothing() {
 
 /// A detector over presets written here.
 fn from_toml(text: &str) -> Detector {
-    let file: crate::subagents::spec::PresetFile = toml::from_str(text).expect("parses");
+    let file: crate::subagents::preset::spec::PresetFile = toml::from_str(text).expect("parses");
     let set = PresetSet::builtin()
         .with_user(&file.preset, "preset")
         .unwrap_or_else(|e| panic!("{e}"));
@@ -289,7 +289,7 @@ fn announcements_get_what_they_lack() {
     assert_eq!(d.announce(&titled).title.as_deref(), Some("Scout"));
     assert_eq!(
         fallback().announce(&a),
-        Announce::default(),
+        AnnounceRead::default(),
         "not every preset fills them"
     );
 }

@@ -12,7 +12,7 @@ use super::zed_settings::{self, Merge};
 use super::{absolute, shell_line};
 
 #[derive(clap::Subcommand, Debug)]
-pub(crate) enum SetupTarget {
+pub enum SetupTarget {
     /// Print the `agent_servers` entry that runs an agent through acp-proxy, or merge it into
     /// Zed's settings file with --write.
     ///
@@ -25,7 +25,7 @@ pub(crate) enum SetupTarget {
 }
 
 #[derive(clap::Args, Debug)]
-pub(crate) struct SetupZedArgs {
+pub struct SetupZedArgs {
     /// A known agent: claude, codex, gemini, opencode, qwen, pi, agentpool (see --list).
     #[arg(long, value_name = "NAME", conflicts_with = "command")]
     agent: Option<String>,
@@ -48,7 +48,7 @@ pub(crate) struct SetupZedArgs {
 }
 
 /// Run `setup <target>`. `config` is the global `--config`, passed on to the entry.
-pub(crate) fn run(target: SetupTarget, config: Option<&Path>) -> anyhow::Result<i32> {
+pub fn run(target: SetupTarget, config: Option<&Path>) -> anyhow::Result<i32> {
     let SetupTarget::Zed(args) = target;
     if args.list {
         print_list();

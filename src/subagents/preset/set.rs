@@ -7,14 +7,14 @@
 
 use std::sync::{Arc, LazyLock};
 
-use super::preset::{Origin, Preset};
 use super::spec::{PresetFile, PresetSpec};
 use super::vocab::PresetError;
+use super::{Origin, Preset};
 
 /// `(path, text)` of each named file under `presets/`, compiled into the binary.
 macro_rules! shipped {
     ($($name:literal),* $(,)?) => {
-        &[$((concat!("presets/", $name, ".toml"), include_str!(concat!("../../presets/", $name, ".toml")))),*]
+        &[$((concat!("presets/", $name, ".toml"), include_str!(concat!("../../../presets/", $name, ".toml")))),*]
     };
 }
 

@@ -9,9 +9,9 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use super::annotate::Tracker;
 use super::view::{self, Filter};
-use crate::config::Config;
-use crate::dump::reader::{ReadOptions, Reader};
-use crate::subagents::detect::Detector;
+use acp_proxy::config::Config;
+use acp_proxy::dump::reader::{ReadOptions, Reader};
+use acp_proxy::subagents::preset::detect::Detector;
 
 #[derive(Args, Debug)]
 pub struct DumpArgs {
@@ -67,7 +67,7 @@ pub struct FilterArgs {
     pub tool_call: Vec<String>,
     /// Only this direction: c2p, p2a, a2p, p2c, stderr, note, or a side: client, agent.
     #[arg(long, value_name = "DIR", value_parser = view::parse_direction)]
-    pub direction: Vec<Vec<crate::dump::Direction>>,
+    pub direction: Vec<Vec<acp_proxy::dump::Direction>>,
     /// Only errors: JSON-RPC errors, frames that are not JSON-RPC, failed tool calls, losses.
     #[arg(long)]
     pub errors: bool,

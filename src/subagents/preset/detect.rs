@@ -1,4 +1,4 @@
-//! Reading subagent signals out of an update, driven by the [presets](super::presets) in force.
+//! Reading subagent signals out of an update, driven by the [presets](super::set) in force.
 //!
 //! The first group of methods ([`Detector::spawn_tool_name`], [`Detector::parent_ref`], ...)
 //! look at every preset in order, as the engine asks them without knowing which preset a
@@ -11,11 +11,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::lines::{Grammar, Transcript};
-use super::preset::{EndRule, Preset};
 use super::spec::{ChildRecord, ChildReplay, SiblingContent, SpawnEventKind, TranscriptOn};
+use super::transcript::grammar::{Grammar, ParsedTranscript};
 use super::vocab::{first_text, value_text, Source};
-use crate::wire::keys::{string_after_key, Found, Signals};
+use super::{EndRule, Preset};
+use crate::wire::keys::{string_after_key, Found, KeySet};
 
 /// The active presets, plus the byte markers that let the engine skip frames cheaply.
 /// Cheap to clone (the reader thread has its own).
@@ -30,21 +30,21 @@ struct Inner {
     parent_finders: Vec<memchr::memmem::Finder<'static>>,
     /// The engine's fixed keys, the parent keys and the strings without which a tool call
     /// cannot be a spawn of any preset, searched in one pass.
-    signals: Signals,
+    key_set: KeySet,
     /// Every preset's parent pointer starts at the update's `_meta`.
     parents_under_meta: bool,
     /// Some preset allows attributing unmarked events by timing.
     any_timing: bool,
     /// Whether any preset in force has `child_ref` pointers.
     any_child_ref: bool,
-    markers: Markers,
+    markers: ByteMarkers,
 }
 
 /// The byte markers of the presets in force, by what a frame holding one may be. Every frame
 /// a rule matches holds one of that rule's markers, so a frame with none of a kind cannot be
 /// that kind and may pass unparsed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Markers {
+pub struct ByteMarkers {
     /// May name a spawn as a child event's parent (searched by the engine today).
     pub parent: Vec<String>,
     /// May start a spawn (searched by the engine today).
@@ -134,7 +134,7 @@ pub struct SpawnEvent {
 
 /// What a standard `subagent_update` announcement lacks, from the preset.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Announce {
+pub struct AnnounceRead {
     pub title: Option<String>,
     pub prompt: Option<String>,
     /// The note the child thread opens with when no task is known (`announce.no_prompt`).
@@ -153,7 +153,7 @@ impl Detector {
             v.dedup();
             v
         };
-        let markers = Markers {
+        let markers = ByteMarkers {
             parent: collect(&|p| p.parent_markers().collect()),
             spawn: collect(&|p| p.spawn_markers().map(str::to_owned).collect()),
             end: collect(&|p| p.end_markers().map(str::to_owned).collect()),
@@ -175,7 +175,7 @@ impl Detector {
             parents_under_meta,
             any_timing,
             any_child_ref,
-            signals: Signals::new(&refs, &markers.spawn, &markers.end, &markers.sibling),
+            key_set: KeySet::new(&refs, &markers.spawn, &markers.end, &markers.sibling),
             parent_finders: markers
                 .parent
                 .iter()
@@ -196,7 +196,7 @@ impl Detector {
     }
 
     /// The byte markers derived from the presets, by kind.
-    pub fn markers(&self) -> &Markers {
+    pub fn markers(&self) -> &ByteMarkers {
         &self.0.markers
     }
 
@@ -204,12 +204,12 @@ impl Detector {
     /// A frame without [`kind::SPAWN`](crate::wire::keys::kind::SPAWN) cannot hold a spawn,
     /// one without [`kind::PARENT`](crate::wire::keys::kind::PARENT) names no parent.
     pub fn scan(&self, raw: &[u8]) -> Found {
-        self.0.signals.scan(raw)
+        self.0.key_set.scan(raw)
     }
 
     /// The byte searches behind [`Detector::scan`], for reading frames ahead elsewhere.
-    pub(crate) fn signals(&self) -> &Signals {
-        &self.0.signals
+    pub(crate) fn key_set(&self) -> &KeySet {
+        &self.0.key_set
     }
 
     /// The tool call id of the spawn this child event belongs to, if any preset names one.
@@ -497,7 +497,7 @@ impl Detector {
 
     /// The folded transcript in this update (of the spawn or the sibling call, as
     /// [`Detector::transcript_on`] says), taken apart by the preset's grammar.
-    pub fn transcript_of(&self, id: PresetId, update: &Value) -> Option<Transcript> {
+    pub fn transcript_of(&self, id: PresetId, update: &Value) -> Option<ParsedTranscript> {
         let g = self.preset(id)?.transcript.as_ref()?;
         let text = first_text(&g.from, update)?;
         Some(g.parse(&text))
@@ -514,7 +514,7 @@ impl Detector {
     }
 
     /// Take a transcript text apart with this preset's grammar.
-    pub fn parse_transcript(&self, id: PresetId, text: &str) -> Option<Transcript> {
+    pub fn parse_transcript(&self, id: PresetId, text: &str) -> Option<ParsedTranscript> {
         Some(self.preset(id)?.transcript.as_ref()?.parse(text))
     }
 
@@ -551,7 +551,7 @@ impl Detector {
     }
 
     /// The announcement's missing title and prompt, from the first preset that reads one.
-    pub fn announce(&self, update: &Value) -> Announce {
+    pub fn announce(&self, update: &Value) -> AnnounceRead {
         let read = |pick: fn(&Preset) -> &[Source]| {
             self.0
                 .presets
@@ -568,7 +568,7 @@ impl Detector {
         } else {
             None
         };
-        Announce {
+        AnnounceRead {
             title: read(|p| &p.announce.title),
             prompt,
             no_prompt,

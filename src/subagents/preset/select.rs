@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::preset::Preset;
-use super::presets::PresetSet;
+use super::set::PresetSet;
+use super::Preset;
 
 /// How the agent introduced itself in its `initialize` answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -209,7 +209,7 @@ impl PresetChoice {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::subagents::spec::PresetFile;
+    use crate::subagents::preset::spec::PresetFile;
 
     fn names(s: &Selection) -> Vec<&str> {
         s.presets.iter().map(|p| p.name.as_str()).collect()

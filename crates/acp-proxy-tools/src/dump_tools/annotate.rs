@@ -11,12 +11,12 @@ use std::hash::Hash;
 
 use serde_json::Value;
 
-use crate::chain::{Chain, Route};
-use crate::dump::reader::Record;
-use crate::dump::Direction;
-use crate::subagents::detect::Detector;
-use crate::subagents::ids::synthesized_spawn_id;
-use crate::subagents::presets::PresetSet;
+use acp_proxy::chain::{Chain, Route};
+use acp_proxy::dump::reader::Record;
+use acp_proxy::dump::Direction;
+use acp_proxy::subagents::ids::synthesized_spawn_id;
+use acp_proxy::subagents::preset::detect::Detector;
+use acp_proxy::subagents::preset::set::PresetSet;
 
 /// Open requests remembered per connection side; past this the oldest are forgotten.
 const MAX_PENDING: usize = 65_536;
@@ -339,7 +339,7 @@ impl Tracker {
     /// A dump file (or the next run in it) starts. Another run is another proxy process,
     /// whose requests, turns and tool calls have nothing to do with the last one's: what was
     /// open is dropped. The subagents and turns seen so far are kept.
-    pub fn file(&mut self, info: &crate::dump::reader::FileInfo) {
+    pub fn file(&mut self, info: &acp_proxy::dump::reader::FileInfo) {
         let run = Some(info.run.clone());
         if self.run.is_some() && self.run != run {
             self.pending = Bounded::new(MAX_PENDING);
@@ -427,12 +427,12 @@ impl Tracker {
             && !std::mem::replace(&mut self.chain_decided, true)
             && dir == Direction::ClientToProxy
         {
-            self.chain = crate::chain::chain_initialize(text.as_bytes()).map(Chain::new);
+            self.chain = acp_proxy::chain::chain_initialize(text.as_bytes()).map(Chain::new);
         }
         let chain = self.chain.as_mut()?;
         let bytes = bytes::Bytes::from(format!("{text}\n"));
         let body =
-            |b: &bytes::Bytes| String::from_utf8_lossy(crate::wire::line_body(b)).into_owned();
+            |b: &bytes::Bytes| String::from_utf8_lossy(acp_proxy::wire::line_body(b)).into_owned();
         match dir {
             Direction::ClientToProxy => match chain.route_inbound(bytes) {
                 Route::Client(b) => Some((Direction::ClientToProxy, body(&b))),
@@ -1124,7 +1124,7 @@ mod tests {
     use super::*;
 
     fn rec(line: u64, ts: f64, dir: Direction, frame: &str) -> Record {
-        crate::dump::reader::parse_record(
+        acp_proxy::dump::reader::parse_record(
             0,
             line,
             &serde_json::json!({"ts": ts, "dir": dir, "frame": frame}).to_string(),

@@ -10,7 +10,7 @@ use serde::Deserialize;
 /// One known agent (a row of `agents.toml`, which documents the fields).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct KnownAgent {
+pub struct KnownAgent {
     pub id: String,
     pub name: String,
     #[serde(default)]
@@ -29,7 +29,7 @@ pub(crate) struct KnownAgent {
 
 impl KnownAgent {
     /// The name of its entry in Zed's `agent_servers`.
-    pub(crate) fn entry_name(&self) -> String {
+    pub fn entry_name(&self) -> String {
         entry_name_for(&self.name)
     }
 
@@ -48,7 +48,7 @@ struct Table {
 }
 
 /// Every known agent, in the table's order.
-pub(crate) fn all() -> &'static [KnownAgent] {
+pub fn all() -> &'static [KnownAgent] {
     static TABLE: OnceLock<Vec<KnownAgent>> = OnceLock::new();
     TABLE.get_or_init(|| {
         // The table ships inside the binary and a unit test parses it: a failure here is a
@@ -64,12 +64,12 @@ pub(crate) fn all() -> &'static [KnownAgent] {
 }
 
 /// The known agent called `name` (its id, name or an alias, in any case).
-pub(crate) fn by_name(name: &str) -> Option<&'static KnownAgent> {
+pub fn by_name(name: &str) -> Option<&'static KnownAgent> {
     all().iter().find(|a| a.answers_to(name))
 }
 
 /// The known agent whose usual command this is (with or without npx's `--yes`).
-pub(crate) fn by_command(command: &[String]) -> Option<&'static KnownAgent> {
+pub fn by_command(command: &[String]) -> Option<&'static KnownAgent> {
     let plain = |c: &[String]| -> Vec<String> {
         let npx = c.first().is_some_and(|p| p == "npx");
         c.iter()
@@ -83,14 +83,14 @@ pub(crate) fn by_command(command: &[String]) -> Option<&'static KnownAgent> {
 }
 
 /// The known agent that answers `initialize` with this `agentInfo.name`.
-pub(crate) fn by_agent_info(name: &str) -> Option<&'static KnownAgent> {
+pub fn by_agent_info(name: &str) -> Option<&'static KnownAgent> {
     all()
         .iter()
         .find(|a| a.agent_info.iter().any(|n| n == name))
 }
 
 /// The ids, for messages that list what `--agent` accepts.
-pub(crate) fn ids() -> String {
+pub fn ids() -> String {
     all()
         .iter()
         .map(|a| a.id.as_str())
@@ -99,13 +99,13 @@ pub(crate) fn ids() -> String {
 }
 
 /// `"<name> (subagents)"`: what Zed's agent menu shows for a wrapped agent.
-pub(crate) fn entry_name_for(name: &str) -> String {
+pub fn entry_name_for(name: &str) -> String {
     format!("{name} (subagents)")
 }
 
 /// A name for an agent command that is not in the table: its first word that is not a
 /// launcher (`npx`, `uvx`, ...) or an option, without a path or npm scope.
-pub(crate) fn guess_name(command: &[String]) -> String {
+pub fn guess_name(command: &[String]) -> String {
     const LAUNCHERS: &[&str] = &[
         "npx", "bunx", "pnpx", "uvx", "pipx", "node", "bun", "deno", "python", "python3", "env",
     ];
@@ -135,7 +135,7 @@ fn basename(word: &str) -> &str {
 
 /// Where `program` would be found when spawned: itself if it names a path, else the first
 /// executable file of that name on `PATH`.
-pub(crate) fn find_program(program: &str) -> Option<PathBuf> {
+pub fn find_program(program: &str) -> Option<PathBuf> {
     find_program_in(program, std::env::var_os("PATH").as_deref())
 }
 
@@ -201,7 +201,7 @@ mod tests {
     /// so the two lists cannot drift apart.
     #[test]
     fn agent_info_names_are_the_presets_names() {
-        let presets = acp_proxy::subagents::presets::PresetSet::builtin();
+        let presets = acp_proxy::subagents::preset::set::PresetSet::builtin();
         for a in all() {
             let preset = presets
                 .get(&a.id)

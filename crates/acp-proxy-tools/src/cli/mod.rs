@@ -9,11 +9,11 @@ macro_rules! say {
     }};
 }
 
-pub(crate) mod agents;
-pub(crate) mod check_config;
-pub(crate) mod doctor;
-pub(crate) mod setup_zed;
-pub(crate) mod zed_settings;
+pub mod agents;
+pub mod check_config;
+pub mod doctor;
+pub mod setup_zed;
+pub mod zed_settings;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -22,7 +22,7 @@ use anyhow::Context;
 
 /// Write output that is the command's product (a snippet, a config, a script) to stdout: a
 /// reader that went away (`| head`) is not an error, anything else is.
-pub(crate) fn emit(bytes: &[u8]) -> anyhow::Result<()> {
+pub fn emit(bytes: &[u8]) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(bytes).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
@@ -33,7 +33,7 @@ pub(crate) fn emit(bytes: &[u8]) -> anyhow::Result<()> {
 }
 
 /// A command line as a user would type it: words with shell metacharacters single-quoted.
-pub(crate) fn shell_line(words: &[String]) -> String {
+pub fn shell_line(words: &[String]) -> String {
     words
         .iter()
         .map(|w| {
@@ -51,7 +51,7 @@ pub(crate) fn shell_line(words: &[String]) -> String {
 }
 
 /// `path` made absolute against the working directory (not resolved: it may not exist yet).
-pub(crate) fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
+pub fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
     std::path::absolute(path).with_context(|| format!("cannot make {} absolute", path.display()))
 }
 

@@ -7,12 +7,12 @@ use acp_proxy::config::{self, Config, ConfigSource};
 use acp_proxy::store::{self, StoreLocation};
 
 /// Global flags that change the effective settings.
-pub(crate) struct Overrides {
+pub struct Overrides {
     pub log_level: Option<String>,
     pub store: Option<StoreLocation>,
 }
 
-pub(crate) fn run(explicit: Option<&Path>, overrides: Overrides) -> anyhow::Result<i32> {
+pub fn run(explicit: Option<&Path>, overrides: Overrides) -> anyhow::Result<i32> {
     let source = ConfigSource::locate(explicit);
     if let Some(note) = config::ignored_local_config(&source) {
         eprintln!("acp-proxy: {note}");
@@ -32,7 +32,7 @@ pub(crate) fn run(explicit: Option<&Path>, overrides: Overrides) -> anyhow::Resu
 }
 
 /// The settings as TOML, with the store's default path filled in (that is where it goes).
-pub(crate) fn effective_toml(cfg: &Config) -> anyhow::Result<String> {
+pub fn effective_toml(cfg: &Config) -> anyhow::Result<String> {
     let mut cfg = cfg.clone();
     if cfg.store.location.is_none() {
         if let Ok(path) = store::default_path() {
@@ -53,8 +53,9 @@ mod tests {
 
     #[test]
     fn the_output_reads_back_as_the_same_settings() {
-        let example = Config::from_toml(include_str!("../../proxy.toml"), Path::new("p.toml"))
-            .expect("example parses");
+        let example =
+            Config::from_toml(include_str!("../../../../proxy.toml"), Path::new("p.toml"))
+                .expect("example parses");
         let changed = Config::from_toml(
             "display = \"zed\"\n[dump]\npath = \"/tmp/d.jsonl\"\nredact = false\n\
              [store]\npath = \"memory\"\nmax_age = \"90m\"\nmax_bytes = 4097\n\

@@ -8,9 +8,9 @@ use std::io::Write;
 use serde_json::Value;
 
 use super::annotate::{Kind, Msg, Tracker};
-use crate::dump::reader::{Item, Reader, Record};
-use crate::dump::Direction;
 use crate::zed_view::{Entry, Thread, ToolCall, ZedModel};
+use acp_proxy::dump::reader::{Item, Reader, Record};
+use acp_proxy::dump::Direction;
 use agent_client_protocol_schema::v1 as acp;
 use agent_client_protocol_schema::MethodDispatchError;
 
@@ -800,7 +800,7 @@ mod tests {
         let mut c = Checker::new(Options::default());
         let mut all = Vec::new();
         for (i, (dir, v)) in frames.iter().enumerate() {
-            let rec = crate::dump::reader::parse_record(
+            let rec = acp_proxy::dump::reader::parse_record(
                 0,
                 i as u64 + 2,
                 &json!({"ts": i as f64, "dir": dir, "frame": v.to_string()}).to_string(),

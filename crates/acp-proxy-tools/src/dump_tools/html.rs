@@ -17,8 +17,8 @@ use serde_json::{json, Value};
 
 use super::annotate::{short_session, Kind, Tracker};
 use super::check::{Checker, Options};
-use crate::dump::reader::{Item, Reader};
-use crate::dump::Direction;
+use acp_proxy::dump::reader::{Item, Reader};
+use acp_proxy::dump::Direction;
 
 const TEMPLATE: &str = include_str!("report.html");
 const DATA_MARK: &str = "<!--DATA-->";
@@ -96,7 +96,7 @@ pub fn write(
         .context("the report template has no data mark")?;
     // The report holds the dump's frames: private like the dump.
     let create = |p: &Path| {
-        crate::dump::create_private(p)
+        acp_proxy::dump::create_private(p)
             .with_context(|| format!("cannot write the report {}", p.display()))
     };
     let mut out = BufWriter::new(create(output)?);

@@ -3,8 +3,8 @@
 use std::io::Write;
 
 use super::annotate::{short_session, Msg, Tracker};
-use crate::dump::reader::{Item, Reader, Record};
-use crate::dump::Direction;
+use acp_proxy::dump::reader::{Item, Reader, Record};
+use acp_proxy::dump::Direction;
 
 /// Which records `view` (and `html`) show.
 #[derive(Debug, Clone, Default)]
@@ -132,7 +132,7 @@ pub fn clock(ts: f64) -> String {
 /// `2026-12-01 14:03:07` (UTC).
 pub fn date_time(ts: f64) -> String {
     let secs = ts.floor() as i64;
-    let (y, m, d) = crate::dump::civil_from_days(secs.div_euclid(86_400));
+    let (y, m, d) = acp_proxy::dump::civil_from_days(secs.div_euclid(86_400));
     format!("{y:04}-{m:02}-{d:02} {}", &clock(ts)[..8])
 }
 

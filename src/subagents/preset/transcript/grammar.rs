@@ -2,8 +2,8 @@
 //! AgentPool's tool box), turned back into entries by a line grammar from a preset: each line,
 //! its nesting indent removed, is matched against the preset's patterns in order.
 
-use super::spec::{EntryStatus, LineKind, OtherLines, TranscriptSpec};
-use super::vocab::{Pattern, PresetError, Source};
+use crate::subagents::preset::spec::{EntryStatus, LineKind, OtherLines, TranscriptSpec};
+use crate::subagents::preset::vocab::{Pattern, PresetError, Source};
 
 /// One line pattern, compiled.
 #[derive(Debug, Clone)]
@@ -17,7 +17,7 @@ struct Line {
 #[derive(Debug, Clone)]
 pub struct Grammar {
     /// Which call carries the transcript: the spawn card, or a sibling call.
-    pub on: super::spec::TranscriptOn,
+    pub on: crate::subagents::preset::spec::TranscriptOn,
     /// Where the transcript text is in that call's update.
     pub from: Vec<Source>,
     indent: String,
@@ -51,7 +51,7 @@ pub struct Entry {
 
 /// A transcript taken apart.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Transcript {
+pub struct ParsedTranscript {
     /// The header's named groups (`provider`, `session`, ...).
     pub header: Vec<(String, String)>,
     /// Entries that fell off the front before the first one here.
@@ -147,8 +147,8 @@ impl Grammar {
     }
 
     /// Take a transcript text apart.
-    pub fn parse(&self, text: &str) -> Transcript {
-        let mut t = Transcript::default();
+    pub fn parse(&self, text: &str) -> ParsedTranscript {
+        let mut t = ParsedTranscript::default();
         // Whether the last entry is prose from unmatched lines (more such lines join it).
         let mut open_text = false;
         for raw in text.lines() {
@@ -183,7 +183,7 @@ impl Grammar {
     /// the next piece continues as prose. Unmatched lines after a `tool_result` line in the same
     /// piece are that result's output (a tool's result can span lines; the child's own prose
     /// comes in later pieces). Returns nothing: `t` holds the result.
-    pub fn extend(&self, t: &mut Transcript, tail: &mut Tail, piece: &str) {
+    pub fn extend(&self, t: &mut ParsedTranscript, tail: &mut Tail, piece: &str) {
         // The tool entry whose output this piece's unmatched lines continue.
         let mut output: Option<usize> = None;
         let mut rest = piece;
@@ -273,7 +273,7 @@ impl Grammar {
 /// A line that matched `l`, applied to the transcript; returns the tool entry a
 /// `tool_result` line ended (or made).
 fn apply(
-    t: &mut Transcript,
+    t: &mut ParsedTranscript,
     l: &Line,
     caps: &regex::Captures<'_>,
     depth: usize,
@@ -349,7 +349,7 @@ pub struct Tail {
 
 impl Tail {
     /// Where a whole text, taken apart by [`Grammar::parse`], leaves off.
-    pub fn after(text: &str, t: &Transcript) -> Tail {
+    pub fn after(text: &str, t: &ParsedTranscript) -> Tail {
         let open_text = t.entries.last().is_some_and(|e| e.kind == EntryKind::Text)
             && text.lines().last().is_some_and(|l| !l.trim().is_empty());
         Tail {
@@ -371,11 +371,11 @@ fn entry(kind: EntryKind, depth: usize, text: &str, status: Option<EntryStatus>)
     }
 }
 
-impl Transcript {
+impl ParsedTranscript {
     /// What changed from `prev` to `self`: entries that appeared, and entries whose status or
     /// text changed (a tool finishing, prose growing). Entries that fell off the front are
     /// not reported.
-    pub fn changes_since<'a>(&'a self, prev: &'a Transcript) -> Vec<Change<'a>> {
+    pub fn changes_since<'a>(&'a self, prev: &'a ParsedTranscript) -> Vec<Change<'a>> {
         let prev_end = prev.omitted + prev.entries.len();
         self.entries
             .iter()
@@ -593,7 +593,7 @@ mod tests {
             "SUB-ANSWER ",
             "alpha: the project holds a.txt.",
         ];
-        let mut t = Transcript::default();
+        let mut t = ParsedTranscript::default();
         let mut tail = Tail::default();
         for p in pieces {
             g.extend(&mut t, &mut tail, p);
@@ -624,7 +624,7 @@ mod tests {
             "{read_whole:?}"
         );
         // Prose over several pieces and lines keeps its line breaks.
-        let mut t = Transcript::default();
+        let mut t = ParsedTranscript::default();
         let mut tail = Tail::default();
         for p in ["Reading a.txt.", "\nStill ", "reading.\n\nDone."] {
             g.extend(&mut t, &mut tail, p);

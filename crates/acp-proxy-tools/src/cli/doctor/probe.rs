@@ -9,12 +9,12 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
+use crate::zed_view::{self, ZedRules};
 use acp_proxy::config::Config;
 use acp_proxy::engine::{Action, Engine, Mode};
 use acp_proxy::transport::agent_process::{self as child, Agent};
 use acp_proxy::transport::framing::{Frame, LineCodec};
 use acp_proxy::wire::line_body;
-use acp_proxy::zed_view::{self, ZedRules};
 
 /// Zed's `initialize` as a stable Zed (1.18) sends it: `clientInfo.name` "zed" and its
 /// capabilities. The engine then adds what the proxy adds for Zed (the subagents opt-in).
@@ -72,7 +72,7 @@ pub(super) async fn initialize(cfg: &Config, command: &[String], timeout: Durati
         Err(e) => return Outcome::SpawnFailed(e.to_string()),
     };
     let Agent {
-        mut child,
+        process: mut child,
         mut stdin,
         stdout,
         stderr,

@@ -1,7 +1,7 @@
 //! A preset as written in TOML: the shipped files under `presets/` and `[[subagents.preset]]`
 //! in `proxy.toml` share this schema (documented key by key in `docs/presets.md`).
 //!
-//! Everything here is plain data, checked only for types by serde; [`super::preset`] compiles
+//! Everything here is plain data, checked only for types by serde; [`super`] compiles
 //! it and reports every semantic problem with the key that holds it.
 
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};

@@ -15,14 +15,14 @@ use serde_json::Value;
 /// `$XDG_CONFIG_HOME/zed/settings.json` (an absolute value only), else
 /// `~/.config/zed/settings.json`; on macOS always `~/.config/zed/settings.json`; on Windows
 /// `%APPDATA%\Zed\settings.json` ([`acp_proxy::platform::paths`]).
-pub(crate) fn default_path() -> Option<PathBuf> {
+pub fn default_path() -> Option<PathBuf> {
     use acp_proxy::platform::paths::{zed_config_dir, Env, Os};
     zed_config_dir(Os::CURRENT, &Env::current()).map(|d| d.join("settings.json"))
 }
 
 /// What a merge found or did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Merge {
+pub enum Merge {
     /// The entry was there already (under this name): nothing to write.
     Unchanged { name: String },
     /// A new entry.
@@ -33,14 +33,14 @@ pub(crate) enum Merge {
 
 /// One key of an existing entry that a merge set: what it held and what it holds now.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Change {
+pub struct Change {
     pub key: String,
     pub before: Option<Value>,
     pub after: Value,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub(crate) enum MergeError {
+pub enum MergeError {
     #[error("it is not valid JSON with comments: {0}")]
     Parse(String),
     #[error("its top level is not an object")]
@@ -77,11 +77,7 @@ const OWNED_KEYS: [&str; 3] = ["type", "command", "args"];
 /// An existing entry of that name gets the proxy's keys (`type`, `command`, `args`) set and
 /// keeps the others (`env`, `default_model`, ...). An entry under another name that already has
 /// the same `type`, `command` and `args` counts as done.
-pub(crate) fn merge(
-    text: &str,
-    name: &str,
-    entry: &Value,
-) -> Result<(Merge, Option<String>), MergeError> {
+pub fn merge(text: &str, name: &str, entry: &Value) -> Result<(Merge, Option<String>), MergeError> {
     let root =
         CstRootNode::parse(text, &parse_options()).map_err(|e| MergeError::Parse(e.to_string()))?;
     if root.value().is_some() && root.object_value().is_none() {
