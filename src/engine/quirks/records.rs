@@ -172,23 +172,14 @@ impl Engine {
         if !child.is_background() || child.state().is_final() || child.history_known() {
             return;
         }
-        let Some(answer) = record.answer else {
+        let Some(answer) = record.answer.clone() else {
             return;
         };
         let entries_before = child.entries.count();
         if entries_before <= 1 {
             // Nothing of the child's work came on the wire: the record's thread, after the
             // task the child thread already starts with.
-            let skip = usize::from(
-                entries_before == 1
-                    && record
-                        .updates
-                        .first()
-                        .is_some_and(|u| u["sessionUpdate"] == "user_message_chunk"),
-            );
-            for u in record.updates.iter().skip(skip) {
-                self.record_in(cid, u, out);
-            }
+            self.record_thread_in(cid, &record, entries_before, out);
         } else if !child.entries.last_is_assistant() {
             // Its tool calls came on the wire, its answer does not.
             self.record_in(cid, &render::agent_text(&answer), out);
@@ -224,16 +215,7 @@ impl Engine {
         };
         let entries_before = child.entries.count();
         if record.ended() {
-            let skip = usize::from(
-                entries_before == 1
-                    && record
-                        .updates
-                        .first()
-                        .is_some_and(|u| u["sessionUpdate"] == "user_message_chunk"),
-            );
-            for u in record.updates.iter().skip(skip) {
-                self.record_in(cid, u, out);
-            }
+            self.record_thread_in(cid, &record, entries_before, out);
         } else {
             self.record_in(cid, answer, out);
         }
@@ -245,6 +227,27 @@ impl Engine {
         self.card_changed(cid, parent, true, card, out);
         self.persist_state(cid, out);
         self.sync_child(cid, out);
+    }
+
+    /// The record's thread into the child's, after the task the child thread already starts
+    /// with (the record's own copy of it is skipped).
+    fn record_thread_in(
+        &mut self,
+        cid: &ChildId,
+        record: &Record,
+        entries_before: u32,
+        out: &mut Vec<Action>,
+    ) {
+        let skip = usize::from(
+            entries_before == 1
+                && record
+                    .updates
+                    .first()
+                    .is_some_and(|u| u["sessionUpdate"] == "user_message_chunk"),
+        );
+        for u in record.updates.iter().skip(skip) {
+            self.record_in(cid, u, out);
+        }
     }
 }
 

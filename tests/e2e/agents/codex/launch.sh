@@ -9,6 +9,11 @@ export CODEX_HOME="$HOME/.codex" XDG_CONFIG_HOME="$HOME/.config" XDG_CACHE_HOME=
 export XDG_DATA_HOME="$HOME/.local/share" XDG_STATE_HOME="$HOME/.local/state" TMPDIR="$HOME/tmp"
 mkdir -p "$CODEX_HOME" "$TMPDIR"
 WORKSPACE="${E2E_WORKSPACE:?}"
+# CODEX_MULTI_AGENT_V2=1 (the codex-v2 kit): multi-agent V2, the tools of codex's catalogue
+# models (every one of them with V2 is code-mode only, which the stand-in does not speak):
+# `collaboration.spawn_agent`.
+V2_FEATURE=""
+if [[ "${CODEX_MULTI_AGENT_V2:-}" == 1 ]]; then V2_FEATURE="multi_agent_v2 = true"; fi
 # A model slug codex does not know on purpose: a catalogue model turns on "code mode" (no
 # tools of its own, a JS exec tool instead). "chat" is no longer a supported wire_api.
 cat >"$CODEX_HOME/config.toml" <<TOML
@@ -34,6 +39,7 @@ enabled = false
 
 [features]
 multi_agent = true
+$V2_FEATURE
 # Plain JSON request bodies, so the stand-in reads them as they are.
 enable_request_compression = false
 
