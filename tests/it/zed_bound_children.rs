@@ -136,6 +136,41 @@ fn two_open_spawns_leave_an_unseen_id_unbound() {
     }
 }
 
+/// Recorded when beta's `glob` began while both spawns were open and its result came after
+/// alpha's spawn had ended: the id stays unbound, so the update follows its tool call into the
+/// parent instead of going to beta's thread, where Zed would know no such call.
+#[test]
+fn an_id_first_seen_with_two_spawns_open_stays_in_the_parent_after_one_ends() {
+    const PARENT: &str = "72860d70-1a10-4cd4-9abd-72f2cef098ed";
+    for scan_ahead in [false, true] {
+        let mut h = Harness::with_store(zed_config(), StoreModel::default());
+        h.scan_ahead = scan_ahead;
+        play(
+            &mut h,
+            &dump_fixture("e2e/copilot-1.0.102-two-late.dump.jsonl"),
+        );
+        let parent = &h.zed.threads[PARENT];
+        assert_eq!(parent.cards().len(), 2);
+        let late = parent
+            .tool_calls()
+            .find(|t| t.id == "call_0004")
+            .expect("beta's glob in the parent");
+        assert_eq!(late.status, "completed", "its result reached it");
+        assert!(
+            !h.notes.iter().any(|n| n.contains("is bound to it")),
+            "{:?}",
+            h.notes
+        );
+        let beta = child_session_id(PARENT, "call_0002");
+        h.load_child(&beta);
+        let lines = entry_lines(&h.zed.threads[&beta].entries);
+        assert!(
+            !lines.iter().any(|l| l.starts_with("tool:call_0004")),
+            "{lines:?}"
+        );
+    }
+}
+
 #[test]
 fn a_reopened_parents_replayed_child_calls_go_to_the_child() {
     // The e2e kit's `one` run as Zed main: live, then the parent reopened by a new proxy

@@ -9,7 +9,9 @@
 //!   `_meta["acp-proxy"].attribution = "inferred"` and the dump gets a note.
 //!
 //! With two spawns open an unseen id stays unbound and its events stay in the parent, as the
-//! agent sent them, until only one candidate is left. A spawn replayed by a parent's
+//! agent sent them, for good: once one of its events went to the parent, a later guess would
+//! split one tool call between two threads (its `tool_call` in the parent, its updates in the
+//! child, where the client knows no such call). A spawn replayed by a parent's
 //! `session/load` is open from its replayed `tool_call` to its replayed end, so a reopened
 //! child's replayed events go to it, not to the parent. Later frames that name the id (a
 //! preset's `end` with `child_id`: Copilot's `read_agent` result) find the child through the
@@ -40,7 +42,13 @@ pub(in crate::engine) struct Bindings {
     bound: HashSet<ChildId>,
     /// Spawns whose last card frame was not an end.
     open: HashSet<ChildId>,
+    /// Ids (agent session, id) first seen while several spawns could own them: their events
+    /// went to the parent, and stay there.
+    left_in_parent: HashSet<(String, String)>,
 }
+
+/// Ids left in the parent remembered, at most (past it the set starts over).
+const LEFT_IN_PARENT_MAX: usize = 4096;
 
 impl Bindings {
     fn bind(&mut self, session: &str, id: &str, child: &ChildId, how: Bound) {
@@ -61,10 +69,26 @@ impl Bindings {
         self.open.remove(child);
     }
 
-    pub(in crate::engine) fn footprint(&self) -> [(&'static str, usize); 2] {
+    fn leave_in_parent(&mut self, session: &str, id: &str) {
+        if self.left_in_parent.len() >= LEFT_IN_PARENT_MAX {
+            self.left_in_parent.clear();
+        }
+        self.left_in_parent
+            .insert((session.to_owned(), id.to_owned()));
+    }
+
+    fn left_in_parent(&self, session: &str, id: &str) -> bool {
+        !self.left_in_parent.is_empty()
+            && self
+                .left_in_parent
+                .contains(&(session.to_owned(), id.to_owned()))
+    }
+
+    pub(in crate::engine) fn footprint(&self) -> [(&'static str, usize); 3] {
         [
             ("bound_child_ids", self.by_id.len()),
             ("open_spawn_frames", self.open.len()),
+            ("child_ids_left_in_parent", self.left_in_parent.len()),
         ]
     }
 }
@@ -143,6 +167,9 @@ impl Engine {
         if let Some((cid, how)) = self.bindings.child(session, id) {
             return self.reg.contains(cid).then(|| (cid.clone(), *how));
         }
+        if self.bindings.left_in_parent(session, id) {
+            return None;
+        }
         let mut candidates = self.reg.iter().filter(|c| {
             c.agent_session == session
                 && c.agent_child.is_none()
@@ -154,6 +181,8 @@ impl Engine {
         });
         let only = candidates.next()?.id.clone();
         if candidates.next().is_some() {
+            drop(candidates);
+            self.bindings.leave_in_parent(session, id);
             return None;
         }
         drop(candidates);
