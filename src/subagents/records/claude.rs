@@ -13,10 +13,10 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
+use super::blocks::{self, Tools};
 use super::{path_safe, Location, Record};
-use crate::subagents::render;
 
 /// Where the record of child `agent_id` of session `session` may be.
 pub(super) fn locate(
@@ -56,10 +56,10 @@ pub(super) fn parse(agent_id: &str, bytes: &[u8]) -> Record {
         match v.get("type").and_then(Value::as_str) {
             Some("user") => {
                 record.answer = None;
-                user_line(message, &mut record.updates);
+                blocks::user(message.get("content"), &TOOLS, &mut record.updates);
             }
             Some("assistant") => {
-                let texts = assistant_line(message, &mut record.updates);
+                let texts = blocks::assistant(message.get("content"), &TOOLS, &mut record.updates);
                 let last = message.get("stop_reason").and_then(Value::as_str) == Some("end_turn");
                 record.answer = last.then_some(texts).filter(|t| !t.is_empty());
             }
@@ -69,74 +69,10 @@ pub(super) fn parse(agent_id: &str, bytes: &[u8]) -> Record {
     record
 }
 
-/// A user line: the task (text), or tool results.
-fn user_line(message: &Value, out: &mut Vec<Value>) {
-    match message.get("content") {
-        Some(Value::String(text)) => out.push(render::user_text(text)),
-        Some(Value::Array(blocks)) => {
-            for b in blocks {
-                match b.get("type").and_then(Value::as_str) {
-                    Some("text") => {
-                        if let Some(t) = b.get("text").and_then(Value::as_str) {
-                            out.push(render::user_text(t));
-                        }
-                    }
-                    Some("tool_result") => {
-                        let Some(id) = b.get("tool_use_id").and_then(Value::as_str) else {
-                            continue;
-                        };
-                        let failed = b.get("is_error").and_then(Value::as_bool) == Some(true);
-                        let text = result_text(b.get("content"));
-                        out.push(json!({
-                            "sessionUpdate": "tool_call_update",
-                            "toolCallId": id,
-                            "status": if failed { "failed" } else { "completed" },
-                            "rawOutput": text,
-                            "content": [{"type": "content", "content": {"type": "text", "text": text}}],
-                        }));
-                    }
-                    _ => {}
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-/// An assistant line's blocks into `out`; returns its text.
-fn assistant_line(message: &Value, out: &mut Vec<Value>) -> String {
-    let mut texts = String::new();
-    let Some(blocks) = message.get("content").and_then(Value::as_array) else {
-        return texts;
-    };
-    for b in blocks {
-        match b.get("type").and_then(Value::as_str) {
-            Some("text") => {
-                if let Some(t) = b.get("text").and_then(Value::as_str) {
-                    out.push(render::agent_text(t));
-                    texts.push_str(t);
-                }
-            }
-            Some("tool_use") => {
-                let Some(id) = b.get("id").and_then(Value::as_str) else {
-                    continue;
-                };
-                let name = b.get("name").and_then(Value::as_str).unwrap_or("tool");
-                let input = b.get("input").cloned().unwrap_or(Value::Null);
-                out.push(json!({
-                    "sessionUpdate": "tool_call",
-                    "toolCallId": id,
-                    "title": tool_title(name, &input),
-                    "kind": tool_kind(name),
-                    "status": "pending",
-                    "rawInput": input,
-                }));
-            }
-            _ => {}
-        }
-    }
-    texts
-}
+const TOOLS: Tools = Tools {
+    title_kind: |name, input| (tool_title(name, input), tool_kind(name)),
+    result_text,
+};
 
 /// A tool result's text: a string, or the text blocks of a list.
 fn result_text(content: Option<&Value>) -> String {
@@ -180,6 +116,7 @@ fn tool_kind(name: &str) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
     use std::path::Path;
 
     use super::*;

@@ -11,10 +11,10 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
+use super::blocks::{self, Tools};
 use super::{path_safe, Location, Record};
-use crate::subagents::render;
 
 /// The folder of session `session`'s children's records.
 pub(super) fn locate(session: &str, env: &dyn Fn(&str) -> Option<OsString>) -> Option<Location> {
@@ -38,107 +38,44 @@ pub(super) fn parse(task: &str, bytes: &[u8]) -> Record {
     let Some(messages) = v.get("messages").and_then(Value::as_array) else {
         return record;
     };
-    let first = messages.first().map(|m| texts(m.get("content")));
+    let first = messages.first().map(|m| blocks::texts(m.get("content")));
     if first.as_deref().map(str::trim) != Some(task.trim()) {
         return record;
     }
     for m in messages {
         let content = m.get("content");
         match m.get("role").and_then(Value::as_str) {
-            Some("user") => user(content, &mut record.updates),
-            Some("assistant") => assistant(content, &mut record.updates),
+            Some("user") => blocks::user(content, &TOOLS, &mut record.updates),
+            Some("assistant") => {
+                blocks::assistant(content, &TOOLS, &mut record.updates);
+            }
             _ => {}
         }
     }
     let last = messages.last();
     let ended = last.is_some_and(|m| {
         m.get("role").and_then(Value::as_str) == Some("assistant")
-            && !blocks(m.get("content")).any(|b| kind(b) == Some("tool_use"))
+            && !blocks::list(m.get("content")).any(|b| blocks::kind(b) == Some("tool_use"))
     });
     if ended {
         record.answer = last
-            .map(|m| texts(m.get("content")))
+            .map(|m| blocks::texts(m.get("content")))
             .filter(|t| !t.is_empty());
     }
     record
 }
 
-fn blocks(content: Option<&Value>) -> impl Iterator<Item = &Value> {
-    content.and_then(Value::as_array).into_iter().flatten()
-}
-
-fn kind(block: &Value) -> Option<&str> {
-    block.get("type").and_then(Value::as_str)
-}
-
-fn texts(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(s)) => s.clone(),
-        _ => blocks(content)
-            .filter(|b| kind(b) == Some("text"))
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect(),
-    }
-}
-
-fn user(content: Option<&Value>, out: &mut Vec<Value>) {
-    if let Some(Value::String(s)) = content {
-        out.push(render::user_text(s));
-        return;
-    }
-    for b in blocks(content) {
-        match kind(b) {
-            Some("text") => {
-                if let Some(t) = b.get("text").and_then(Value::as_str) {
-                    out.push(render::user_text(t));
-                }
-            }
-            Some("tool_result") => {
-                let Some(id) = b.get("tool_use_id").and_then(Value::as_str) else {
-                    continue;
-                };
-                let text = result_text(b.get("content"));
-                let failed = b.get("is_error").and_then(Value::as_bool) == Some(true);
-                out.push(json!({
-                    "sessionUpdate": "tool_call_update",
-                    "toolCallId": id,
-                    "status": if failed { "failed" } else { "completed" },
-                    "rawOutput": text,
-                    "content": [{"type": "content", "content": {"type": "text", "text": text}}],
-                }));
-            }
-            _ => {}
-        }
-    }
-}
-
-fn assistant(content: Option<&Value>, out: &mut Vec<Value>) {
-    for b in blocks(content) {
-        match kind(b) {
-            Some("text") => {
-                if let Some(t) = b.get("text").and_then(Value::as_str) {
-                    out.push(render::agent_text(t));
-                }
-            }
-            Some("tool_use") => {
-                let Some(id) = b.get("id").and_then(Value::as_str) else {
-                    continue;
-                };
-                let name = b.get("name").and_then(Value::as_str).unwrap_or("tool");
-                let input = b.get("input").cloned().unwrap_or(Value::Null);
-                out.push(json!({
-                    "sessionUpdate": "tool_call",
-                    "toolCallId": id,
-                    "title": tool_title(name, &input),
-                    "kind": if name == "run_commands" { "execute" } else { "other" },
-                    "status": "pending",
-                    "rawInput": input,
-                }));
-            }
-            _ => {}
-        }
-    }
-}
+const TOOLS: Tools = Tools {
+    title_kind: |name, input| {
+        let kind = if name == "run_commands" {
+            "execute"
+        } else {
+            "other"
+        };
+        (tool_title(name, input), kind)
+    },
+    result_text,
+};
 
 /// `run_commands`' commands, else the tool's name.
 fn tool_title(name: &str, input: &Value) -> String {
@@ -176,6 +113,7 @@ fn result_text(content: Option<&Value>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     const TASK: &str = "SUBAGENT:alpha list the text files";
 

@@ -7,6 +7,7 @@
 //! A record is a side source: a missing file, a line in an unknown format or a record of
 //! another child gives nothing, and the child thread keeps what the wire said.
 
+mod blocks;
 pub mod claude;
 pub mod cline;
 
