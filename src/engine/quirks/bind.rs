@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use crate::engine::{Action, Engine, NoteLevel};
 use crate::subagents::ids::ChildId;
-use crate::subagents::pair::{Pair, PairMap, PairRef};
+use crate::subagents::pair::{Pair, PairMap, PairRef, PairSet};
 
 /// How an agent child id came to be bound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,7 +44,7 @@ pub(in crate::engine) struct Bindings {
     open: HashSet<ChildId>,
     /// Ids (agent session, id) first seen while several spawns could own them: their events
     /// went to the parent, and stay there.
-    left_in_parent: HashSet<(String, String)>,
+    left_in_parent: PairSet,
 }
 
 /// Ids left in the parent remembered, at most (past it the set starts over).
@@ -73,15 +73,11 @@ impl Bindings {
         if self.left_in_parent.len() >= LEFT_IN_PARENT_MAX {
             self.left_in_parent.clear();
         }
-        self.left_in_parent
-            .insert((session.to_owned(), id.to_owned()));
+        self.left_in_parent.insert(Pair::new(session, id));
     }
 
     fn left_in_parent(&self, session: &str, id: &str) -> bool {
-        !self.left_in_parent.is_empty()
-            && self
-                .left_in_parent
-                .contains(&(session.to_owned(), id.to_owned()))
+        self.left_in_parent.contains(&PairRef(session, id))
     }
 
     pub(in crate::engine) fn footprint(&self) -> [(&'static str, usize); 3] {
