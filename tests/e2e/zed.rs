@@ -1,7 +1,7 @@
 //! Zed, as the suite plays it: the one place that names the library's Zed model and the
 //! `initialize` Zed sends (Zed 1.18's and that of Zed's main branch after it).
 
-pub(crate) use acp_proxy_tools::zed_view::{
+pub(crate) use acp_proxy_tools::zed_model::{
     initialize_params, Entry, Thread, ToolCall, ZedModel, ZedRules,
 };
 

@@ -187,7 +187,7 @@ fn conductor(version: &str) -> std::path::PathBuf {
 /// the number of frames it gets, and its parent and child threads after it opened every card.
 fn zed_through(p: &mut Proxy) -> (usize, Vec<(String, Vec<String>)>) {
     use crate::support::engine::entry_lines;
-    use acp_proxy_tools::zed_view::{initialize_params, ZedModel, ZedRules};
+    use acp_proxy_tools::zed_model::{initialize_params, ZedModel, ZedRules};
     let mut zed = ZedModel::new(ZedRules::V1_18);
     let mut frames = 0;
     let mut call = |p: &mut Proxy, zed: &mut ZedModel, msg: Value| -> Value {

@@ -62,13 +62,13 @@ const LAYERS: Layers = &[
 const TOOL_LAYERS: Layers = &[
     // What Zed does with frames, as a model: the dump checker, `doctor`, the demo and the
     // tests judge the proxy's output with it.
-    ("zed_view", &[]),
+    ("zed_model", &[]),
     // The tools that read a dump replay it through the engine with the settings it recorded.
-    ("dump_tools", &["zed_view"]),
+    ("dump_tools", &["zed_model"]),
     // The binary's own subcommands.
-    ("cli", &["zed_view"]),
+    ("cli", &["zed_model"]),
     // Tools for developing the proxy: nothing else uses them.
-    ("devtools", &["zed_view"]),
+    ("devtools", &["zed_model"]),
 ];
 
 /// Imports forbidden inside a layer: (importing module, imported module), as path prefixes.
@@ -94,7 +94,7 @@ fn every_import_points_down_the_layers() {
     assert!(
         problems.is_empty(),
         "imports against the layers (wire ← subagents ← engine ← {{chain, dump, store}} ← \
-         transport ← config; in the tools zed_view ← {{dump_tools, cli, devtools}}):\n{}",
+         transport ← config; in the tools zed_model ← {{dump_tools, cli, devtools}}):\n{}",
         problems.join("\n")
     );
 }

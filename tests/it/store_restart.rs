@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use acp_proxy::store::{Store, StoredChild};
 use acp_proxy::subagents::ids::child_session_id;
-use acp_proxy_tools::zed_view::{Entry, ToolCall, ZedModel};
+use acp_proxy_tools::zed_model::{Entry, ToolCall, ZedModel};
 use serde_json::{json, Value};
 
 use crate::support::proxy;

@@ -685,7 +685,7 @@ fn other_clients_get_the_childs_work_folded_into_the_card() {
     );
     assert!(
         !parent.entries.iter().any(
-            |e| matches!(e, acp_proxy_tools::zed_view::Entry::Assistant(t) if t.contains("All read."))
+            |e| matches!(e, acp_proxy_tools::zed_model::Entry::Assistant(t) if t.contains("All read."))
         ),
         "the child's words are in the card, not in the parent's thread"
     );

@@ -12,5 +12,5 @@ pub mod store;
 pub mod store_writer;
 /// The Zed model lives in the tools crate (the demo and `doctor` print through it too).
 pub mod zed_model {
-    pub use acp_proxy_tools::zed_view::*;
+    pub use acp_proxy_tools::zed_model::*;
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
-use crate::zed_view::{Entry, Thread, ZedModel};
+use crate::zed_model::{Entry, Thread, ZedModel};
 
 const STEP_TIMEOUT: Duration = Duration::from_secs(20);
 

@@ -1,6 +1,6 @@
 //! `acp-proxy dump check`: every frame judged on both sides of the proxy, against the ACP
 //! schema (the `agent-client-protocol-schema` crate) and against what Zed does with what it
-//! receives (the model in [`crate::zed_view`]), each finding with its position.
+//! receives (the model in [`crate::zed_model`]), each finding with its position.
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -8,7 +8,7 @@ use std::io::Write;
 use serde_json::Value;
 
 use super::annotate::{Kind, Msg, Tracker};
-use crate::zed_view::{Entry, Thread, ToolCall, ZedModel};
+use crate::zed_model::{Entry, Thread, ToolCall, ZedModel};
 use acp_proxy::dump::reader::{Item, Reader, Record};
 use acp_proxy::dump::Direction;
 use agent_client_protocol_schema::v1 as acp;
@@ -308,9 +308,9 @@ fn schema_problems(role: Role, m: &Msg, v: &Value) -> Vec<Problem> {
     out
 }
 
-/// What one Zed (the model in `zed_view`) knows, at the scale of a long dump: the sessions
+/// What one Zed (the model in `zed_model`) knows, at the scale of a long dump: the sessions
 /// it has and the tool calls in their threads. Each frame is judged by a fresh
-/// [`ZedModel`] holding just what the frame touches, so the rules are zed_view's own.
+/// [`ZedModel`] holding just what the frame touches, so the rules are zed_model's own.
 #[derive(Debug, Default)]
 struct ZedSide {
     sessions: HashSet<String>,

@@ -9,7 +9,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
-use crate::zed_view::{self, ZedRules};
+use crate::zed_model::{self, ZedRules};
 use acp_proxy::config::Config;
 use acp_proxy::engine::{Action, Engine, Mode};
 use acp_proxy::transport::agent_process::{self as child, Agent};
@@ -23,7 +23,7 @@ fn zed_initialize() -> Value {
         "jsonrpc": "2.0",
         "id": 0,
         "method": "initialize",
-        "params": zed_view::initialize_params(ZedRules::V1_18),
+        "params": zed_model::initialize_params(ZedRules::V1_18),
     })
 }
 
