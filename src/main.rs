@@ -433,7 +433,7 @@ fn store_command(mut cfg: StoreConfig, command: StoreCommand) -> anyhow::Result<
     match command {
         StoreCommand::Stats => {
             if let Some(store) = open_existing(&cfg)? {
-                print!("{}", store::render_stats(&store.stats()?));
+                print!("{}", cli::store::render_stats(&store.stats()?));
             }
             Ok(0)
         }
@@ -442,7 +442,7 @@ fn store_command(mut cfg: StoreConfig, command: StoreCommand) -> anyhow::Result<
             let max_bytes = max_bytes.unwrap_or(cfg.max_bytes);
             if let Some(store) = open_existing(&cfg)? {
                 let report = store.prune(max_age, max_bytes)?;
-                print!("{}", store::render_prune(store.location(), &report));
+                print!("{}", cli::store::render_prune(store.location(), &report));
             }
             Ok(0)
         }

@@ -1,4 +1,5 @@
-//! Subcommands that help a user set the proxy up: `setup zed`, `doctor`, `check-config`.
+//! Subcommands that help a user set the proxy up: `setup zed`, `doctor`, `check-config`; and
+//! what `store stats` and `store prune` print.
 
 /// `println!` for the report lines: a closed stdout (`| head`) cuts the report short instead
 /// of panicking.
@@ -13,6 +14,7 @@ pub mod agents;
 pub mod check_config;
 pub mod doctor;
 pub mod setup_zed;
+pub mod store;
 pub mod zed_settings;
 
 use std::io::Write;
