@@ -105,36 +105,6 @@ fn the_record() -> Record {
 }
 
 #[test]
-fn the_record_of_claude_codes_background_child_reads_as_its_thread() {
-    let r = the_record();
-    assert_eq!(
-        r.answer.as_deref(),
-        Some("SUB-ANSWER alpha: the project holds a.txt, b.txt.")
-    );
-    let kinds: Vec<&str> = r
-        .updates
-        .iter()
-        .filter_map(|u| u["sessionUpdate"].as_str())
-        .collect();
-    assert_eq!(
-        kinds,
-        [
-            "user_message_chunk",
-            "agent_message_chunk",
-            "tool_call",
-            "tool_call_update",
-            "agent_message_chunk"
-        ]
-    );
-    // Another child's id reads as nothing.
-    let other = records::parse(
-        &claude_watch("a0000000000000000"),
-        fixture("claude-agent-acp-0.49.0-background.agent.jsonl").as_bytes(),
-    );
-    assert_eq!(other, Record::default());
-}
-
-#[test]
 fn a_background_childs_answer_and_end_come_from_the_agents_record() {
     let mut h = play(&frames("claude-agent-acp-0.49.0-background.dump.jsonl"));
     // The launch asked for the record, with the agent's id of the child and its session.

@@ -139,48 +139,6 @@ mod tests {
     }
 
     #[test]
-    fn a_child_in_order_with_its_answer_once_it_ended() {
-        let mut bytes = user(json!("SUBAGENT:alpha list the files"));
-        bytes += &line(json!({"agentId": AGENT, "attachment": {"type": "skill_listing"}}));
-        bytes += &assistant(
-            json!([{"type": "text", "text": "Looking around."}]),
-            "tool_use",
-        );
-        bytes += &assistant(
-            json!([{"type": "tool_use", "id": "toolu_3", "name": "Bash", "input": {"command": "ls *.txt"}}]),
-            "tool_use",
-        );
-        let running = parse(AGENT, bytes.as_bytes());
-        assert!(!running.ended());
-        bytes += &user(
-            json!([{"type": "tool_result", "tool_use_id": "toolu_3", "content": "a.txt\nb.txt", "is_error": false}]),
-        );
-        bytes += &assistant(
-            json!([{"type": "text", "text": "SUB-ANSWER: a.txt"}]),
-            "end_turn",
-        );
-        let r = parse(AGENT, bytes.as_bytes());
-        assert_eq!(r.answer.as_deref(), Some("SUB-ANSWER: a.txt"));
-        let kinds: Vec<&str> = r
-            .updates
-            .iter()
-            .filter_map(|u| u["sessionUpdate"].as_str())
-            .collect();
-        assert_eq!(
-            kinds,
-            [
-                "user_message_chunk",
-                "agent_message_chunk",
-                "tool_call",
-                "tool_call_update",
-                "agent_message_chunk"
-            ]
-        );
-        assert_eq!(r.updates[2]["title"], "Bash ls *.txt");
-        assert_eq!(r.updates[3]["status"], "completed");
-    }
-
-    #[test]
     fn torn_lines_other_agents_and_garbage_give_nothing() {
         let mut bytes = assistant(json!([{"type": "text", "text": "x"}]), "end_turn");
         bytes = bytes.replace(AGENT, "someone-else");

@@ -122,40 +122,6 @@ mod tests {
     }
 
     #[test]
-    fn the_childs_thread_once_its_last_word_is_said() {
-        let mut msgs = vec![
-            json!({"role": "user", "content": [{"type": "text", "text": TASK}]}),
-            json!({"role": "assistant", "content": [{"type": "text", "text": "Looking."},
-                {"type": "tool_use", "id": "call_3", "name": "run_commands", "input": {"commands": ["ls *.txt"]}}]}),
-        ];
-        assert!(!parse(TASK, &record(Value::from(msgs.clone()))).ended());
-        msgs.push(
-            json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_3",
-            "content": [{"query": "ls *.txt", "result": "a.txt\n", "success": true}]}]}),
-        );
-        msgs.push(json!({"role": "assistant", "content": [{"type": "text", "text": "SUB-ANSWER: a.txt"}]}));
-        let r = parse(TASK, &record(Value::from(msgs)));
-        assert_eq!(r.answer.as_deref(), Some("SUB-ANSWER: a.txt"));
-        let kinds: Vec<&str> = r
-            .updates
-            .iter()
-            .filter_map(|u| u["sessionUpdate"].as_str())
-            .collect();
-        assert_eq!(
-            kinds,
-            [
-                "user_message_chunk",
-                "agent_message_chunk",
-                "tool_call",
-                "tool_call_update",
-                "agent_message_chunk"
-            ]
-        );
-        assert_eq!(r.updates[2]["title"], "ls *.txt");
-        assert_eq!(r.updates[3]["rawOutput"], "a.txt\n");
-    }
-
-    #[test]
     fn another_childs_record_or_garbage_is_nothing() {
         let other = record(
             json!([{"role": "user", "content": [{"type": "text", "text": "SUBAGENT:beta x"}]},

@@ -99,3 +99,122 @@ fn path_safe(id: &str) -> bool {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use serde_json::json;
+
+    use super::*;
+
+    /// A record the agents wrote in the end-to-end runs (tests/fixtures/README.md).
+    fn fixture(name: &str) -> Vec<u8> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/e2e")
+            .join(name);
+        std::fs::read(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+    }
+
+    fn watch(format: ChildRecord, agent_id: &str, task: Option<&str>) -> RecordWatch {
+        RecordWatch {
+            child: "child-1".to_owned(),
+            session: "s".to_owned(),
+            agent_id: agent_id.to_owned(),
+            task: task.map(str::to_owned),
+            format,
+            within_ms: 0,
+        }
+    }
+
+    /// One format's row: a real record of the child alpha, the same record cut before its
+    /// last message (the child still works), and what the format says of its one tool call.
+    struct Row {
+        format: &'static str,
+        watch: RecordWatch,
+        /// The watch of another child, to which the record is nothing.
+        other: RecordWatch,
+        done: Vec<u8>,
+        running: Vec<u8>,
+        title: &'static str,
+        output: &'static str,
+    }
+
+    /// Every format reads its agent's record of one child as the same thread: the task, the
+    /// child's words, its tool call and result, its answer, once its last message is said.
+    #[test]
+    fn every_format_reads_a_record_as_the_childs_thread() {
+        const TASK: &str =
+            "SUBAGENT:alpha list the text files in the project and report what you find";
+        // Claude Code: a line per message.
+        let claude = fixture("claude-agent-acp-0.49.0-background.agent.jsonl");
+        let text = String::from_utf8(claude.clone()).expect("the record is UTF-8");
+        let lines: Vec<&str> = text.lines().collect();
+        let claude_running = lines[..lines.len() - 1].join("\n").into_bytes();
+        // Cline: one object, rewritten as the child works.
+        let cline = fixture("cline-3.0.65-two.agent-alpha.messages.json");
+        let mut v: Value = serde_json::from_slice(&cline).expect("the record is JSON");
+        if let Some(m) = v["messages"].as_array_mut() {
+            m.pop();
+        }
+        let cline_running = serde_json::to_vec(&v).expect("JSON");
+        let rows = [
+            Row {
+                format: "Claude Code",
+                watch: watch(ChildRecord::ClaudeCode, "ac27ffe934379da0d", None),
+                other: watch(ChildRecord::ClaudeCode, "a0000000000000000", None),
+                done: claude,
+                running: claude_running,
+                title: "Bash ls *.txt",
+                output: "a.txt\nb.txt",
+            },
+            Row {
+                format: "Cline",
+                watch: watch(ChildRecord::Cline, "", Some(TASK)),
+                other: watch(ChildRecord::Cline, "", Some("SUBAGENT:beta list the files")),
+                done: cline,
+                running: cline_running,
+                title: "ls *.txt",
+                output: "a.txt\nb.txt\n",
+            },
+        ];
+        for row in rows {
+            let f = row.format;
+            assert!(!parse(&row.watch, &row.running).ended(), "{f}: ended early");
+            let r = parse(&row.watch, &row.done);
+            assert_eq!(
+                r.answer.as_deref(),
+                Some("SUB-ANSWER alpha: the project holds a.txt, b.txt."),
+                "{f}"
+            );
+            let kinds: Vec<&str> = r
+                .updates
+                .iter()
+                .filter_map(|u| u["sessionUpdate"].as_str())
+                .collect();
+            assert_eq!(
+                kinds,
+                [
+                    "user_message_chunk",
+                    "agent_message_chunk",
+                    "tool_call",
+                    "tool_call_update",
+                    "agent_message_chunk"
+                ],
+                "{f}"
+            );
+            assert_eq!(r.updates[0]["content"]["text"], TASK, "{f}");
+            assert_eq!(
+                (&r.updates[2]["title"], &r.updates[2]["kind"]),
+                (&json!(row.title), &json!("execute")),
+                "{f}"
+            );
+            assert_eq!(
+                (&r.updates[3]["status"], &r.updates[3]["rawOutput"]),
+                (&json!("completed"), &json!(row.output)),
+                "{f}"
+            );
+            assert_eq!(parse(&row.other, &row.done), Record::default(), "{f}");
+        }
+    }
+}
