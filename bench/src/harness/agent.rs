@@ -18,9 +18,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
-use crate::gen::{self, Rng, SESSION_ID};
-use crate::mapped::Mapped;
-use crate::wire;
+use super::gen::{self, Rng, SESSION_ID};
+use super::mapped::Mapped;
+use super::wire;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct AgentArgs {

@@ -9,7 +9,7 @@ use acp_proxy::subagents::preset::select::PresetChoice;
 use acp_proxy::subagents::preset::set::PresetSet;
 use bytes::Bytes;
 
-use crate::gen::{self, Profile, FLOOD_TICK_MS, SESSION_ID};
+use super::gen::{self, Profile, FLOOD_TICK_MS, SESSION_ID};
 
 /// Feed the ACP handshake and then every line of the stream to an engine in `display` mode;
 /// print MB/s over `reps` passes (median) and what came out.

@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
-use crate::gen::{self, Stream, CLASS_KEEP};
-use crate::mapped::Mapped;
-use crate::wire;
+use super::gen::{self, Stream, CLASS_KEEP};
+use super::mapped::Mapped;
+use super::wire;
 
 /// What sits between the client and the agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

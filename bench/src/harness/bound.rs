@@ -11,7 +11,7 @@ use acp_proxy::engine::{Engine, EngineConfig, SubagentDisplay};
 use acp_proxy::wire::keys;
 use acp_proxy::wire::sieve::Sieve;
 
-use crate::gen::{self, Profile};
+use super::gen::{self, Profile};
 
 /// One timed pass; returns a count, so the work is not optimised away.
 type Pass<'a> = Box<dyn FnMut() -> usize + 'a>;
