@@ -173,3 +173,23 @@ class Script:
         # A foreground spawn came back without the child's answer (failed or refused): end
         # the turn, saying so, rather than loop.
         return [Text(f"MAIN-DONE: no answer from {', '.join(t for t in tags if t not in answered)}.")]
+
+
+class TaskScript(Script):
+    """A spawn tool shaped `{description, prompt, subagent_type}` (OpenCode's and Kilo's `task`,
+    Kimi's `Agent`), whose background form is one boolean argument; a child lists the project
+    with the agent's glob tool."""
+
+    subagent_type = None  # the type the main agent asks for
+    background_arg = None  # the argument that launches in the background (None: no such form)
+    glob_tool = None  # the child's tool, called with `{"pattern": "*.txt"}`
+
+    def spawn(self, tag, background):
+        args = {"description": f"Survey text files ({tag})", "prompt": self.task(tag),
+                "subagent_type": self.subagent_type}
+        if background and self.background_arg:
+            args[self.background_arg] = True
+        return Call(self.spawn_tool, args)
+
+    def child_tool(self, tag, conv):
+        return Call(self.glob_tool, {"pattern": "*.txt"})

@@ -13,22 +13,15 @@ import sys
 sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "standin"))
 
-from delegation import Call, Script  # noqa: E402
+from delegation import TaskScript  # noqa: E402
 from openai_chat import main  # noqa: E402
 
 
-class Kilo(Script):
+class Kilo(TaskScript):
     spawn_tool = "task"
-
-    def spawn(self, tag, background):
-        args = {"description": f"Survey text files ({tag})", "prompt": self.task(tag),
-                "subagent_type": "general"}
-        if background:
-            args["background"] = True
-        return Call("task", args)
-
-    def child_tool(self, tag, conv):
-        return Call("glob", {"pattern": "*.txt"})
+    subagent_type = "general"
+    background_arg = "background"
+    glob_tool = "glob"
 
 
 if __name__ == "__main__":

@@ -13,22 +13,15 @@ import sys
 sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "standin"))
 
-from delegation import Call, Script  # noqa: E402
+from delegation import TaskScript  # noqa: E402
 from openai_chat import main  # noqa: E402
 
 
-class Kimi(Script):
+class Kimi(TaskScript):
     spawn_tool = "Agent"
-
-    def spawn(self, tag, background):
-        args = {"description": f"Survey text files ({tag})", "prompt": self.task(tag),
-                "subagent_type": "explore"}
-        if background:
-            args["run_in_background"] = True
-        return Call("Agent", args)
-
-    def child_tool(self, tag, conv):
-        return Call("Glob", {"pattern": "*.txt"})
+    subagent_type = "explore"
+    background_arg = "run_in_background"
+    glob_tool = "Glob"
 
 
 if __name__ == "__main__":
