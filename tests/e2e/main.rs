@@ -7,6 +7,7 @@
 // Network namespaces, Unix signals and `sh` (docs/platforms.md).
 #![cfg(unix)]
 
+mod by_hand;
 mod checks;
 mod client;
 mod clients;

@@ -1,6 +1,7 @@
 //! One kit end to end: for each scenario of its kit.toml, the model stand-in, the real proxy
 //! wrapping the agent (or, with `E2E_RELAY=cat`, a plain `cat` relay), driven as Zed drives it;
-//! then a second proxy process that reopens the parent from history.
+//! then a second proxy process that reopens the parent from history. `by_hand` runs one such
+//! run into a folder that stays.
 //!
 //! Environment: `E2E_CACHE` (where install.sh put the agents; scripts/e2e.sh sets it),
 //! `E2E_RELAY=cat` (replace the proxy with `cat`: every run must then fail), `E2E_KEEP=1` (keep
@@ -20,17 +21,33 @@ use crate::client::Client;
 use crate::kits::{self, Kit};
 use crate::zed::{self, Entry, Thread, ZedRules};
 
-const PROXY: &str = env!("CARGO_BIN_EXE_acp-proxy");
+pub(crate) const PROXY: &str = env!("CARGO_BIN_EXE_acp-proxy");
 /// After the turn (and any background follow-up), read on until the agent was quiet this long.
 const QUIET: Duration = Duration::from_millis(1500);
 const CHILD_LOAD: Duration = Duration::from_secs(30);
 /// The proxy stops the agent within its shutdown graces (3 s by default).
 const CLOSE: Duration = Duration::from_secs(15);
 
+/// What stands between Zed and the agent.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Relay {
+pub(crate) enum Relay {
     Proxy,
+    /// A plain `cat` relay: what the proxy adds is missing, so every run must fail.
     Cat,
+    /// Nothing: the agent alone, as Zed runs it without the proxy (by hand only).
+    Direct,
+}
+
+/// Where a run happens, beside its kit, scenario and Zed.
+pub(crate) struct Setup {
+    pub(crate) relay: Relay,
+    /// Where install.sh put the agents.
+    pub(crate) cache: PathBuf,
+    /// The proxy binary.
+    pub(crate) proxy: PathBuf,
+    /// The run's folder, kept whatever the outcome (by hand); none: a temporary one, kept only
+    /// when the run failed or `E2E_KEEP=1`.
+    pub(crate) folder: Option<PathBuf>,
 }
 
 /// Run every scenario of a kit; panics with every failure when one run failed.
@@ -48,13 +65,12 @@ fn kit_inner(name: &str) -> Result<()> {
         Ok("") | Err(_) => Relay::Proxy,
         Ok(other) => bail!("E2E_RELAY={other}: only `cat` is known"),
     };
-    let cache = cache_dir()?;
-    if !cache.join(name).is_dir() {
-        bail!(
-            "kit `{name}` is not installed under {} (run scripts/e2e.sh, which installs it)",
-            cache.display()
-        );
-    }
+    let setup = Setup {
+        relay,
+        cache: installed(name)?,
+        proxy: PathBuf::from(PROXY),
+        folder: None,
+    };
     let mut runs = Vec::new();
     for scenario in &kit.toml.scenarios {
         // The first scenario also runs as Zed 1.18; every scenario runs as Zed's main branch.
@@ -64,7 +80,7 @@ fn kit_inner(name: &str) -> Result<()> {
         }
         for rules in zeds {
             let started = Instant::now();
-            let outcome = Run::new(&kit, scenario, rules, relay, &cache).and_then(|r| r.go());
+            let outcome = Run::new(&kit, scenario, rules, &setup).and_then(|r| r.go());
             let secs = started.elapsed().as_secs_f64();
             runs.push((scenario.clone(), rules, secs, outcome));
         }
@@ -73,20 +89,12 @@ fn kit_inner(name: &str) -> Result<()> {
     let mut failed = false;
     for (scenario, rules, secs, outcome) in &runs {
         let label = format!("{name} {scenario} ({}) in {secs:.1}s", zed::name(*rules));
-        failed |= !report_run(&kit, relay, scenario, &label, outcome, &mut report);
+        failed |= report_run(&kit, relay, scenario, &label, outcome, &mut report) == FAIL;
     }
-    // The version that ran: another than the pinned one when E2E_VERSION_<KIT> names it.
-    let version_var = format!(
-        "E2E_VERSION_{}",
-        name.to_ascii_uppercase().replace('-', "_")
-    );
-    let version = std::env::var(&version_var)
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| kit.toml.version.clone());
     eprintln!(
-        "\n== e2e {name} ({} {version}, relay {relay:?})\n{report}",
-        kit.toml.name
+        "\n== e2e {name} ({} {}, relay {relay:?})\n{report}",
+        kit.toml.name,
+        version(&kit)
     );
     if failed {
         bail!("some runs failed:\n{report}");
@@ -94,19 +102,48 @@ fn kit_inner(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// One run's lines of the report; false if it failed.
-fn report_run(
+/// The kit's version that runs: another than the pinned one when E2E_VERSION_<KIT> names it.
+pub(crate) fn version(kit: &Kit) -> String {
+    let var = format!(
+        "E2E_VERSION_{}",
+        kit.toml.name.to_ascii_uppercase().replace('-', "_")
+    );
+    std::env::var(&var)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| kit.toml.version.clone())
+}
+
+/// The install cache, once it holds the kit.
+pub(crate) fn installed(name: &str) -> Result<PathBuf> {
+    let cache = cache_dir()?;
+    if !cache.join(name).is_dir() {
+        bail!(
+            "kit `{name}` is not installed under {} (run scripts/e2e.sh, which installs it)",
+            cache.display()
+        );
+    }
+    Ok(cache)
+}
+
+/// A run's verdict: no failure, only known bugs', or another.
+pub(crate) const OK: &str = "ok";
+pub(crate) const KNOWN_BUG: &str = "KNOWN-BUG";
+pub(crate) const FAIL: &str = "FAIL";
+
+/// One run's lines of the report; returns its verdict.
+pub(crate) fn report_run(
     kit: &Kit,
     relay: Relay,
     scenario: &str,
     label: &str,
     outcome: &Result<Outcome>,
     report: &mut String,
-) -> bool {
+) -> &'static str {
     let o = match outcome {
         Err(e) => {
-            *report += &format!("FAIL {label}: {e:#}\n");
-            return false;
+            *report += &format!("{FAIL} {label}: {e:#}\n");
+            return FAIL;
         }
         Ok(o) => o,
     };
@@ -125,9 +162,9 @@ fn report_run(
         .collect();
     let ok = unknown.is_empty() && fixed.is_empty();
     let verdict = match (ok, known.is_empty()) {
-        (false, _) => "FAIL",
-        (true, false) => "KNOWN-BUG",
-        (true, true) => "ok",
+        (false, _) => FAIL,
+        (true, false) => KNOWN_BUG,
+        (true, true) => OK,
     };
     let folder = o
         .dir
@@ -138,7 +175,7 @@ fn report_run(
         "{verdict} {label} (live {:.1}s, reopen {:.1}s){folder}\n",
         o.live_secs, o.reopen_secs
     );
-    if std::env::var("E2E_SHOW").as_deref() == Ok("1") || verdict != "ok" {
+    if std::env::var("E2E_SHOW").as_deref() == Ok("1") || verdict != OK {
         for line in &o.shown {
             *report += &format!("    {line}\n");
         }
@@ -161,7 +198,7 @@ fn report_run(
             b.check, b.note
         );
     }
-    ok
+    verdict
 }
 
 /// The agents must reach nothing but loopback: the suite runs inside `unshare -n`.
@@ -200,23 +237,46 @@ pub(crate) fn cache_dir() -> Result<PathBuf> {
     Ok(base.join("acp-proxy-e2e"))
 }
 
-struct Outcome {
-    failures: Vec<Failure>,
+pub(crate) struct Outcome {
+    pub(crate) failures: Vec<Failure>,
     /// What Zed showed: each card and the child thread it opened.
-    shown: Vec<String>,
-    live_secs: f64,
-    reopen_secs: f64,
+    pub(crate) shown: Vec<String>,
+    pub(crate) live_secs: f64,
+    pub(crate) reopen_secs: f64,
     /// The run's folder, when it was kept.
     dir: Option<PathBuf>,
 }
 
-struct Run<'k> {
+/// A run's folder: a temporary one, or one given to keep.
+enum Folder {
+    Temp(tempfile::TempDir),
+    Kept(PathBuf),
+}
+
+impl Folder {
+    fn path(&self) -> &Path {
+        match self {
+            Folder::Temp(t) => t.path(),
+            Folder::Kept(p) => p,
+        }
+    }
+
+    /// Keep a temporary folder after the run (a kept one always stays).
+    fn keep(&mut self, keep: bool) {
+        if let Folder::Temp(t) = self {
+            t.disable_cleanup(keep);
+        }
+    }
+}
+
+pub(crate) struct Run<'k> {
     kit: &'k Kit,
     scenario: String,
     rules: ZedRules,
     relay: Relay,
     cache: PathBuf,
-    dir: tempfile::TempDir,
+    proxy: PathBuf,
+    dir: Folder,
     workspace: PathBuf,
     home: PathBuf,
     model: Option<Child>,
@@ -243,17 +303,35 @@ struct Live {
 }
 
 impl<'k> Run<'k> {
-    fn new(
+    pub(crate) fn new(
         kit: &'k Kit,
         scenario: &str,
         rules: ZedRules,
-        relay: Relay,
-        cache: &Path,
+        setup: &Setup,
     ) -> Result<Self> {
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("e2e-{}-{scenario}-", kit.toml.name))
-            .tempdir()
-            .context("create the run folder")?;
+        let dir = match &setup.folder {
+            Some(path) => {
+                std::fs::create_dir_all(path)
+                    .with_context(|| format!("create {}", path.display()))?;
+                let used = std::fs::read_dir(path)
+                    .with_context(|| format!("list {}", path.display()))?
+                    .next()
+                    .is_some();
+                if used {
+                    bail!(
+                        "{} is not empty: a run needs a folder of its own",
+                        path.display()
+                    );
+                }
+                Folder::Kept(path.clone())
+            }
+            None => Folder::Temp(
+                tempfile::Builder::new()
+                    .prefix(&format!("e2e-{}-{scenario}-", kit.toml.name))
+                    .tempdir()
+                    .context("create the run folder")?,
+            ),
+        };
         let workspace = dir.path().join("project");
         let home = dir.path().join("home");
         std::fs::create_dir_all(&workspace)?;
@@ -268,8 +346,9 @@ impl<'k> Run<'k> {
             kit,
             scenario: scenario.to_owned(),
             rules,
-            relay,
-            cache: cache.to_owned(),
+            relay: setup.relay,
+            cache: setup.cache.clone(),
+            proxy: setup.proxy.clone(),
             dir,
             workspace,
             home,
@@ -288,11 +367,11 @@ impl<'k> Run<'k> {
         Duration::from_secs(self.kit.toml.timeout_secs)
     }
 
-    fn go(mut self) -> Result<Outcome> {
+    pub(crate) fn go(mut self) -> Result<Outcome> {
         let (live_secs, reopen_secs) = match self.phases() {
             Ok(secs) => secs,
             Err(e) => {
-                self.dir.disable_cleanup(true);
+                self.dir.keep(true);
                 return Err(e.context(format!("folder {}", self.dir.path().display())));
             }
         };
@@ -302,13 +381,14 @@ impl<'k> Run<'k> {
             .iter()
             .any(|f| self.kit.expect.known_bug(&self.scenario, f).is_none());
         let keep = unexpected || std::env::var("E2E_KEEP").as_deref() == Ok("1");
-        self.dir.disable_cleanup(keep);
+        self.dir.keep(keep);
+        let kept = keep || matches!(self.dir, Folder::Kept(_));
         Ok(Outcome {
             failures,
             shown: std::mem::take(&mut self.shown),
             live_secs,
             reopen_secs,
-            dir: keep.then(|| self.dir.path().to_owned()),
+            dir: kept.then(|| self.dir.path().to_owned()),
         })
     }
 
@@ -373,7 +453,7 @@ impl<'k> Run<'k> {
         let launch = self.kit.dir.join("launch.sh");
         let mut cmd = match self.relay {
             Relay::Proxy => {
-                let mut c = Command::new(PROXY);
+                let mut c = Command::new(&self.proxy);
                 c.arg("--config")
                     .arg(self.path("proxy.toml"))
                     .arg("--dump")
@@ -388,6 +468,11 @@ impl<'k> Run<'k> {
             Relay::Cat => {
                 let mut c = Command::new("bash");
                 c.arg("-c").arg(r#"cat | bash "$0" | cat"#).arg(&launch);
+                c
+            }
+            Relay::Direct => {
+                let mut c = Command::new("bash");
+                c.arg(&launch);
                 c
             }
         };
@@ -541,6 +626,8 @@ impl<'k> Run<'k> {
             );
         }
         let thread = c.zed.threads.get(&parent).cloned().unwrap_or_default();
+        self.shown
+            .push(format!("live: parent {}", checks::describe(&thread)));
         self.main_text(&thread);
         let loaded: Vec<String> = loads.into_iter().map(|(child, _)| child).collect();
         let children = self.cards_and_children(&mut c, "live", &parent, &thread, &loaded)?;
@@ -700,8 +787,8 @@ impl<'k> Run<'k> {
                 let dump = self.path(&format!("dump-{phase}.jsonl"));
                 checks::read_dump(&mut self.checks, phase, &dump)?
             }
-            // A relay changes nothing: what the client read is what the agent sent.
-            Relay::Cat => c.received.clone(),
+            // Without the proxy, what the client read is what the agent sent.
+            Relay::Cat | Relay::Direct => c.received.clone(),
         };
         let agent = checks::without_sibling_calls(agent, self.kit.expect.sibling_calls);
         let cards: Vec<String> = c
@@ -739,6 +826,8 @@ impl<'k> Run<'k> {
         }
         c.pump_quiet(QUIET, deadline)?;
         let thread = c.zed.threads.get(&live.parent).cloned().unwrap_or_default();
+        self.shown
+            .push(format!("reopen: parent {}", checks::describe(&thread)));
         self.checks.expect(
             "reopen",
             thread

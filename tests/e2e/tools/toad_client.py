@@ -1,7 +1,7 @@
 """Toad 0.6.20's side of a session, as its source (toad/acp/agent.py) sends it: its
 `initialize`, `session/new`, one prompt, permissions allowed. Records the Toad replay case
 (tests/replay/README.md): `python3 toad_client.py acp-proxy --dump D -- bash launch.sh` with
-the E2E_* variables of tests/e2e/tools/run_kit.sh set."""
+the E2E_* variables a kit's launch.sh reads set (tests/e2e/README.md)."""
 import json
 import os
 import subprocess
