@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use serde_json::value::RawValue;
 
-use crate::wire::envelope::{self, Kind, Parsed};
+use crate::wire::envelope::{self, Kind, Parsed, RawJson};
 
 /// Which generation of the conductor protocol the chain speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,21 +105,39 @@ impl Chain {
                 Route::Agent(message(
                     env.id,
                     Some(&inner.method),
-                    inner.params,
+                    inner.params.map(RawValue::get),
                     None,
                     None,
                 ))
             }
             Kind::Request if method == "proxy/initialize" || method == "_proxy/initialize" => {
-                Route::Client(message(env.id, Some("initialize"), env.params, None, None))
+                Route::Client(message(
+                    env.id,
+                    Some("initialize"),
+                    env.params.map(RawJson::get),
+                    None,
+                    None,
+                ))
             }
             Kind::Response => {
                 let key = env.id.map(|i| i.get().to_owned()).unwrap_or_default();
                 if let Some(client_id) = self.to_successor.remove(&key) {
                     // The result of a wrapped request is the inner result, unchanged.
-                    Route::Agent(message(Some(&client_id), None, None, env.result, env.error))
+                    Route::Agent(message(
+                        Some(&client_id),
+                        None,
+                        None,
+                        env.result.map(RawJson::get),
+                        env.error.map(RawJson::get),
+                    ))
                 } else if let Some(agent_id) = self.to_predecessor.remove(&key) {
-                    Route::Client(message(Some(&agent_id), None, None, env.result, env.error))
+                    Route::Client(message(
+                        Some(&agent_id),
+                        None,
+                        None,
+                        env.result.map(RawJson::get),
+                        env.error.map(RawJson::get),
+                    ))
                 } else {
                     Route::Client(frame.clone())
                 }
@@ -139,7 +157,7 @@ impl Chain {
                     return frame.clone();
                 };
                 let method_json = serde_json::to_string(method).unwrap_or_default();
-                let params = env.params.map(RawValue::get).unwrap_or("null");
+                let params = env.params.map_or("null", RawJson::get);
                 let inner = format!("{{\"method\":{method_json},\"params\":{params}}}");
                 let inner = RawValue::from_string(inner).ok();
                 let id = match (env.kind(), env.id) {
@@ -153,7 +171,7 @@ impl Chain {
                 message(
                     id.as_deref(),
                     Some(self.dialect.successor()),
-                    inner.as_deref(),
+                    inner.as_deref().map(RawValue::get),
                     None,
                     None,
                 )
@@ -174,7 +192,13 @@ impl Chain {
                 self.to_predecessor
                     .insert(ours.clone(), agent_id.to_owned());
                 let id = RawValue::from_string(ours).ok();
-                message(id.as_deref(), env.method(), env.params, None, None)
+                message(
+                    id.as_deref(),
+                    env.method(),
+                    env.params.map(RawJson::get),
+                    None,
+                    None,
+                )
             }
             _ => frame.clone(),
         }
@@ -192,9 +216,9 @@ struct Inner<'a> {
 fn message(
     id: Option<&RawValue>,
     method: Option<&str>,
-    params: Option<&RawValue>,
-    result: Option<&RawValue>,
-    error: Option<&RawValue>,
+    params: Option<&str>,
+    result: Option<&str>,
+    error: Option<&str>,
 ) -> Bytes {
     let mut s = String::from("{\"jsonrpc\":\"2.0\"");
     if let Some(id) = id {
@@ -207,7 +231,7 @@ fn message(
     }
     for (key, value) in [("params", params), ("result", result), ("error", error)] {
         if let Some(v) = value {
-            s.push_str(&format!(",\"{key}\":{}", v.get()));
+            s.push_str(&format!(",\"{key}\":{v}"));
         }
     }
     s.push_str("}\n");

@@ -54,7 +54,7 @@ use crate::subagents::persist::StoredChild;
 use crate::subagents::preset::detect::Detector;
 use crate::subagents::records::Record;
 use crate::subagents::render::Output;
-use crate::wire::envelope::{self, Kind, Parsed};
+use crate::wire::envelope::{self, Kind, Parsed, RawJson};
 use crate::wire::keys;
 use crate::wire::read_ahead::{AgentScan, Pre, RunScan, Scanner};
 use crate::wire::update_view::UpdateFrame;
@@ -156,7 +156,7 @@ struct SessionParams<'a> {
     session_id: Option<Cow<'a, str>>,
 }
 
-fn session_of(params: Option<&RawValue>) -> Option<String> {
+fn session_of(params: Option<RawJson<'_>>) -> Option<String> {
     let p: SessionParams<'_> = serde_json::from_str(params?.get()).ok()?;
     p.session_id.map(Cow::into_owned)
 }
@@ -213,6 +213,12 @@ impl Engine {
     /// A frame (one line, terminator included) arrived from the client.
     pub fn from_client(&mut self, frame: Bytes, now: Millis, out: &mut Vec<Action>) {
         self.now = self.now.max(now);
+        // A pure relay only notes the client's requests: a frame that names no method (an
+        // answer to the agent) goes on unread.
+        if self.mode == Some(Mode::Off) && !keys::has(&keys::METHOD_KEY, &frame) {
+            out.push(Action::ToAgent(frame));
+            return;
+        }
         let Parsed::Message(env) = envelope::parse(&frame) else {
             out.push(Action::ToAgent(frame));
             return;

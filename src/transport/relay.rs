@@ -18,6 +18,7 @@ use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::process::ChildStderr;
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
@@ -202,7 +203,7 @@ where
     };
     let mut relay = Relay {
         shell,
-        signals,
+        stop: Some(watch_stop_signals(signals)),
         client_in,
         out: Outputs {
             client: to_client,
@@ -289,6 +290,34 @@ struct Process {
     escalation: Option<(Instant, i32)>,
 }
 
+/// The first stop signal, watched by a task of its own: the relay's loop then polls one
+/// receiver per wake-up instead of both signal streams (polling those was a tenth of a pure
+/// relay's work per round trip of a permission request).
+fn watch_stop_signals(mut signals: crate::platform::StopSignals) -> oneshot::Receiver<i32> {
+    let (tx, rx) = oneshot::channel();
+    tokio::spawn(async move {
+        let sig = tokio::select! {
+            _ = signals.interrupt.recv() => crate::platform::SIGINT,
+            _ = signals.terminate.recv() => crate::platform::SIGTERM,
+        };
+        let _ = tx.send(sig);
+    });
+    rx
+}
+
+/// The stop signal once it came; never, if the watch is over.
+async fn stop_signal(rx: &mut Option<oneshot::Receiver<i32>>) -> i32 {
+    let Some(receiver) = rx else {
+        return std::future::pending().await;
+    };
+    let sig = receiver.await;
+    *rx = None;
+    match sig {
+        Ok(sig) => sig,
+        Err(_) => std::future::pending().await,
+    }
+}
+
 /// The agent's stderr as lines, passed on by [`AgentLog`].
 struct Stderr {
     lines: FramedRead<ChildStderr, LineCodec>,
@@ -299,7 +328,8 @@ struct Stderr {
 /// One session, from the first frame on.
 struct Relay<R> {
     shell: Shell,
-    signals: crate::platform::StopSignals,
+    /// The first stop signal (SIGINT, SIGTERM), as its number.
+    stop: Option<oneshot::Receiver<i32>>,
     client_in: FramedRead<R, LineCodec>,
     out: Outputs,
     client_writer: JoinHandle<std::io::Result<()>>,
@@ -411,8 +441,7 @@ impl<R: AsyncRead + Unpin> Relay<R> {
                     }
                 }
                 _ = sleep_until(tick_at) => self.shell.tick(&self.out),
-                _ = self.signals.interrupt.recv(), if self.ending == Ending::Running => self.ending = Ending::Signal(crate::platform::SIGINT),
-                _ = self.signals.terminate.recv(), if self.ending == Ending::Running => self.ending = Ending::Signal(crate::platform::SIGTERM),
+                sig = stop_signal(&mut self.stop), if self.ending == Ending::Running => self.ending = Ending::Signal(sig),
                 _ = sleep_until(escalate_at) => {
                     if let Some(p) = &mut self.process {
                         if let Some((_, sig)) = p.escalation {

@@ -2,6 +2,12 @@
 //!
 //! Only the top-level keys the router needs are looked at; `params`, `result` and `id` stay raw
 //! JSON slices of the input, so a frame that is not rewritten is never touched.
+//!
+//! The frame is taken apart in one pass with the validating walker (`wire::skip`): a
+//! permission request carries a whole tool call, kilobytes of text dense with escapes, which
+//! serde_json's skipping stops at one by one (it was half of the proxy's work per round trip
+//! of such a request). Anything unusual (an escaped or repeated key, invalid JSON) is read by
+//! serde_json's derived struct instead, which gives the same answer, only slower.
 
 use std::borrow::Cow;
 
@@ -9,20 +15,28 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::line_body;
+use super::skip::{skip_ws, value_end};
+use super::update_view::{members, nullable_string_at, only_whitespace_after};
 
-/// The top-level shape of a JSON-RPC message, borrowed from the frame's bytes.
-#[derive(Debug, Deserialize)]
+/// The top-level shape of a JSON-RPC message, borrowed from the frame's bytes. A member that
+/// is `null` reads as absent.
+#[derive(Debug)]
 pub struct Envelope<'a> {
-    #[serde(borrow, default)]
     pub method: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
     pub id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    pub params: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    pub result: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    pub error: Option<&'a RawValue>,
+    pub params: Option<RawJson<'a>>,
+    pub result: Option<RawJson<'a>>,
+    pub error: Option<RawJson<'a>>,
+}
+
+/// A JSON value's exact text in the frame (validated, not parsed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawJson<'a>(&'a str);
+
+impl<'a> RawJson<'a> {
+    pub fn get(self) -> &'a str {
+        self.0
+    }
 }
 
 /// What kind of message a frame holds.
@@ -81,10 +95,115 @@ pub fn parse(raw: &[u8]) -> Parsed<'_> {
     let Ok(text) = std::str::from_utf8(body) else {
         return Parsed::NotJsonRpc;
     };
-    match serde_json::from_str::<Envelope<'_>>(text) {
-        Ok(env) => Parsed::Message(env),
-        Err(_) => Parsed::NotJsonRpc,
+    match walk(text).or_else(|| by_serde(text)) {
+        Some(env) => Parsed::Message(env),
+        None => Parsed::NotJsonRpc,
     }
+}
+
+/// Bytes of a frame [`method_first`] looks at: the members before `method` are short.
+const HEAD: usize = 256;
+
+/// Whether the frame's top-level object names a string `method` before any `result` or `error`
+/// member: then it is a request or a notification, never a response, whatever follows. Only
+/// the members before it are walked (a request's `params` may be kilobytes). `None` when the
+/// walk of the frame's first bytes cannot tell (an escaped key, a long member first, invalid
+/// JSON).
+pub fn method_first(raw: &[u8]) -> Option<bool> {
+    let body = line_body(raw);
+    let head = &body[..body.len().min(HEAD)];
+    let text = match std::str::from_utf8(head) {
+        Ok(text) => text,
+        // Cut inside a character: the valid part is enough.
+        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).ok()?,
+    };
+    let b = text.as_bytes();
+    let mut verdict = None;
+    members(text, skip_ws(b, 0), |key, at| match key.plain()? {
+        "method" => {
+            verdict = Some(b.get(at) == Some(&b'"'));
+            None
+        }
+        "result" | "error" => {
+            verdict = Some(false);
+            None
+        }
+        _ => value_end(b, at, 1),
+    });
+    verdict
+}
+
+/// The one-pass walk; `None` for anything unusual (the caller asks serde_json).
+fn walk(text: &str) -> Option<Envelope<'_>> {
+    let b = text.as_bytes();
+    let mut env = Envelope {
+        method: None,
+        id: None,
+        params: None,
+        result: None,
+        error: None,
+    };
+    // The fields met so far, one bit each: a derived struct refuses a repeated field.
+    let mut seen = 0u8;
+    let end = members(text, skip_ws(b, 0), |key, at| {
+        let name = key.plain()?;
+        let bit = match name {
+            "method" => 1,
+            "id" => 2,
+            "params" => 4,
+            "result" => 8,
+            "error" => 16,
+            _ => return value_end(b, at, 1),
+        };
+        if seen & bit != 0 {
+            return None;
+        }
+        seen |= bit;
+        if bit == 1 {
+            let (method, end) = nullable_string_at(text, at)?;
+            env.method = method;
+            return Some(end);
+        }
+        let end = value_end(b, at, 1)?;
+        let raw = text.get(at..end)?;
+        if raw != "null" {
+            match bit {
+                // Ids are short: serde_json's own borrowed value, for the maps keyed by it.
+                2 => env.id = Some(serde_json::from_str::<&RawValue>(raw).ok()?),
+                4 => env.params = Some(RawJson(raw)),
+                8 => env.result = Some(RawJson(raw)),
+                _ => env.error = Some(RawJson(raw)),
+            }
+        }
+        Some(end)
+    })?;
+    only_whitespace_after(text, end).then_some(env)
+}
+
+/// The same fields read by serde_json's derived struct.
+fn by_serde<'a>(text: &'a str) -> Option<Envelope<'a>> {
+    #[derive(Deserialize)]
+    struct Fields<'a> {
+        #[serde(borrow, default)]
+        method: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        id: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        params: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        result: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        error: Option<&'a RawValue>,
+    }
+    let f: Fields<'a> = serde_json::from_str(text).ok()?;
+    let raw = |v: Option<&'a RawValue>| v.map(|v| RawJson(v.get()));
+    Some(Envelope {
+        method: f.method,
+        id: f.id,
+        params: raw(f.params),
+        result: raw(f.result),
+        error: raw(f.error),
+    })
 }
 
 #[cfg(test)]
@@ -124,7 +243,7 @@ mod tests {
         let e = env(r#"{"id":"a\/b","method":"m\u0065","params":{"n":1.0e3}}"#);
         assert_eq!(e.id_text(), Some(r#""a\/b""#));
         assert_eq!(e.method(), Some("me"));
-        assert_eq!(e.params.map(RawValue::get), Some(r#"{"n":1.0e3}"#));
+        assert_eq!(e.params.map(RawJson::get), Some(r#"{"n":1.0e3}"#));
     }
 
     #[test]
@@ -138,5 +257,112 @@ mod tests {
             Parsed::NotJsonRpc
         ));
         assert!(matches!(parse(b"  \r\n"), Parsed::Blank));
+    }
+
+    /// The envelope's fields as text, to compare the two readings.
+    type Shape = (
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    );
+
+    fn shape(e: &Envelope<'_>) -> Shape {
+        (
+            e.method().map(str::to_owned),
+            e.id.map(|i| i.get().to_owned()),
+            e.params.map(|p| p.get().to_owned()),
+            e.result.map(|p| p.get().to_owned()),
+            e.error.map(|p| p.get().to_owned()),
+        )
+    }
+
+    /// The walk agrees with serde_json whenever it answers, and refuses what serde_json
+    /// refuses. Returns whether the walk answered.
+    fn check(text: &str) -> bool {
+        let fast = walk(text);
+        match (&fast, by_serde(text)) {
+            (Some(f), Some(o)) => assert_eq!(shape(f), shape(&o), "{text}"),
+            (Some(f), None) => panic!("the walk read what serde_json refuses: {text}: {f:?}"),
+            (None, _) => {}
+        }
+        fast.is_some()
+    }
+
+    #[test]
+    fn walks_messages_as_serde_json_reads_them() {
+        for text in [
+            r#"{"jsonrpc":"2.0","id":"p1","method":"session/request_permission","params":{"sessionId":"s1","toolCall":{"rawInput":{"content":"a\nb \"q\" \u00e9"}}}}"#,
+            r#"{"jsonrpc":"2.0","id":"a\/b","result":{"outcome":{"outcome":"selected"}}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"no"}}"#,
+            r#" {"method":"m\u0065","params":[1,2.5e3,true,null]} "#,
+            r#"{"id":null,"method":null,"params":null,"result":null,"error":null}"#,
+            r#"{"id":{"a":[1]},"x":{"id":2,"id":3},"jsonrpc":"2.0","jsonrpc":"1"}"#,
+            r#"{}"#,
+        ] {
+            assert!(check(text), "the walk should read {text}");
+        }
+        // A response whose result is null reads as having none, as before.
+        assert_eq!(
+            env(r#"{"jsonrpc":"2.0","id":1,"result":null}"#).kind(),
+            Kind::Other
+        );
+    }
+
+    #[test]
+    fn leaves_the_unusual_to_serde_json() {
+        for text in [
+            r#"{"m\u0065thod":"x","id":1}"#,
+            r#"{"method":"x","method":"y"}"#,
+            r#"{"id":1,"id":2,"result":{}}"#,
+            r#"{"id":1,"result":{},"result":{}}"#,
+            r#"{"method":1,"id":1}"#,
+            r#"{"method":"x"} x"#,
+            r#"{"method":"x","params":{"a":tru}}"#,
+            r#"{"method":"x","params":{"a":"\q"}}"#,
+            r#"{"method":"x","id":01}"#,
+            r#"{"method":"x","params":{"a":1,}}"#,
+        ] {
+            assert!(!check(text), "the walk should leave {text} to serde_json");
+        }
+    }
+
+    /// Every frame of the captures reads the same both ways.
+    #[test]
+    fn agrees_on_every_frame_of_the_captures() {
+        // The library's manifest is crates/acp-proxy-core; the fixtures are the repository's.
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+        let mut files = vec![root];
+        let mut read = 0;
+        while let Some(path) = files.pop() {
+            if path.is_dir() {
+                for entry in std::fs::read_dir(&path).expect("fixtures dir").flatten() {
+                    files.push(entry.path());
+                }
+                continue;
+            }
+            if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("fixture");
+            for line in text.lines() {
+                let Ok(record) = serde_json::from_str::<serde_json::Value>(line) else {
+                    continue;
+                };
+                // Dump records carry the frame as text, capture records as JSON.
+                let frame = match record.get("msg").or(record.get("frame")) {
+                    Some(serde_json::Value::String(s)) => s.clone(),
+                    Some(v) => serde_json::to_string(v).expect("json"),
+                    None => line.to_owned(),
+                };
+                // Lines that are not JSON objects (an agent's stderr) are neither's to read.
+                if frame.trim_start().starts_with('{') {
+                    assert!(check(&frame), "{}: {frame}", path.display());
+                    read += 1;
+                }
+            }
+        }
+        assert!(read > 1000, "only {read} frames in the captures");
     }
 }

@@ -17,6 +17,7 @@ pub static SUBAGENT_INFO: LazyLock<Finder<'static>> =
     LazyLock::new(|| Finder::new(b"subagent_session_info"));
 pub static TOOL_CALL_ID_KEY: LazyLock<Finder<'static>> =
     LazyLock::new(|| Finder::new(b"\"toolCallId\""));
+pub static METHOD_KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"method\""));
 static RESULT_KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"result\""));
 static ERROR_KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"error\""));
 
@@ -25,10 +26,14 @@ pub fn has(f: &LazyLock<Finder<'static>>, hay: &[u8]) -> bool {
     f.find(hay).is_some()
 }
 
-/// Whether `hay` may be a JSON-RPC response: a response has a `result` or an `error` key.
-/// Two searches at memory speed instead of a parse of the whole frame, for the requests and
-/// notifications that hold an `"id"` somewhere.
+/// Whether `hay` may be a JSON-RPC response: a response has a `result` or an `error` key and
+/// no `method`. A request names its method among its first members, so the walk of those
+/// usually tells (an agent's permission request carries kilobytes after them); else two
+/// searches at memory speed instead of a parse of the whole frame.
 pub fn may_be_response(hay: &[u8]) -> bool {
+    if super::envelope::method_first(hay) == Some(true) {
+        return false;
+    }
     has(&RESULT_KEY, hay) || has(&ERROR_KEY, hay)
 }
 
@@ -234,6 +239,28 @@ pub fn tool_call_ids(raw: &[u8]) -> impl Iterator<Item = Option<&str>> + '_ {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_is_no_response_whatever_its_params_hold() {
+        let long = "x\\n".repeat(2000);
+        let request = format!(
+            r#"{{"jsonrpc":"2.0","id":"p1","method":"session/request_permission","params":{{"result":"{long}","error":1}}}}"#
+        );
+        assert!(!may_be_response(request.as_bytes()));
+        // The method after the long member: the first bytes cannot tell, the searches do.
+        let late = format!(r#"{{"params":{{"text":"{long}","result":1}},"id":2,"method":"m"}}"#);
+        assert!(may_be_response(late.as_bytes()));
+        for response in [
+            r#"{"jsonrpc":"2.0","id":1,"result":{"method":"x"}}"#,
+            r#"{"id":1,"error":{"code":1},"method":null}"#,
+            r#"{"m\u0065thod":"x","id":1,"result":{}}"#,
+            r#"{"id":1,"result":{}, broken"#,
+        ] {
+            assert!(may_be_response(response.as_bytes()), "{response}");
+        }
+        assert!(!may_be_response(br#"{"id":1,"method":"x","params":{}}"#));
+        assert!(!may_be_response(br#"{"id":1,"params":{}}"#));
+    }
 
     #[test]
     fn tool_call_ids_are_read_in_order() {
