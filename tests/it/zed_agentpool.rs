@@ -598,18 +598,20 @@ fn a_re_sent_box_is_read_by_what_changed_wherever_it_changed() {
     let v1 = r"Reading a.\n\ud83d\udd27 Using tool: read\n";
     h.agent_line(box_line(title, v1));
     h.agent_line(box_line(title, v1));
-    // One byte in the middle: the tool's title.
-    let v2 = r"Reading a.\n\ud83d\udd27 Using tool: reed\n";
-    h.agent_line(box_line(title, v2));
-    let v3 = format!(r#"{v2}\u2705 reed: \"caf\u00e9\"\n"#);
+    let v2 = format!(r#"{v1}\u2705 read: \"caf\u00e9\"\n"#);
+    h.agent_line(box_line(title, &v2));
+    let v3 = format!("{v2}Done");
     h.agent_line(box_line(title, &v3));
-    let v4 = format!("{v3}Done");
-    h.agent_line(box_line(title, &v4));
     // Grown, with the box's title changed beside it.
-    let v5 = format!("{v4} now.");
-    h.agent_line(box_line("\u{1f916} helper (busy)", &v5));
-    let v6 = format!(r"{v5}\n\ud83d\udd27 Using tool: grep\n");
-    h.agent_line(box_line("\u{1f916} helper (busy)", &v6));
+    let busy = "\u{1f916} helper (busy)";
+    let v4 = format!("{v3} now.");
+    h.agent_line(box_line(busy, &v4));
+    let v5 = format!(r"{v4}\n\ud83d\udd27 Using tool: grep\n");
+    h.agent_line(box_line(busy, &v5));
+    // One byte changed in the middle (the first tool's output), the box's last version.
+    let v6 = v5.replacen("caf", "cof", 1);
+    assert_eq!((v6.len(), v6 == v5), (v5.len(), false));
+    h.agent_line(box_line(busy, &v6));
     h.update(S, box_done("helper"));
     h.update(S, task_done("t1"));
     let child = child_session_id(S, "t1");
@@ -623,18 +625,26 @@ fn a_re_sent_box_is_read_by_what_changed_wherever_it_changed() {
             "agent:Reading a.",
             "tool:t1-box-1:completed",
             "agent:Done now.",
-            "tool:t1-box-2:in_progress"
+            "tool:t1-box-3:in_progress"
         ],
         "{lines:?}"
     );
-    let tools: Vec<(&str, &str)> = entries
+    let tools: Vec<(&str, &str, &str)> = entries
         .iter()
         .filter_map(|e| match e {
-            crate::support::zed_model::Entry::Tool(t) => Some((t.title.as_str(), t.id.as_str())),
+            crate::support::zed_model::Entry::Tool(t) => {
+                Some((t.id.as_str(), t.title.as_str(), t.text.as_str()))
+            }
             _ => None,
         })
         .collect();
-    assert_eq!(tools, [("reed", "t1-box-1"), ("grep", "t1-box-2")]);
+    assert_eq!(
+        tools,
+        [
+            ("t1-box-1", "read", "\"cof\u{e9}\""),
+            ("t1-box-3", "grep", "")
+        ]
+    );
     assert!(h.zed.orphan_tool_updates.is_empty());
     h.assert_zed_clean();
 }
