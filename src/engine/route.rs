@@ -196,9 +196,8 @@ impl Engine {
             return;
         }
         if found.has(keys::kind::SIBLING)
-            && tool.is_some()
             && matches!(kind, "tool_call" | "tool_call_update")
-            && self.sibling_update(sid, raw, out)
+            && tool.is_some_and(|t| self.sibling_update(sid, t, raw, out))
         {
             return;
         }

@@ -568,3 +568,83 @@ fn a_box_over_the_transcript_limit_goes_to_the_parent_whole() {
     );
     assert_eq!(parent.cards().len(), 1);
 }
+
+/// A box update as the agent writes it, its text given as JSON string contents (escapes and
+/// all), the box's title beside it.
+fn box_line(title: &str, text_json: &str) -> bytes::Bytes {
+    format!(
+        concat!(
+            r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{s}","update":"#,
+            r#"{{"sessionUpdate":"tool_call_update","toolCallId":"subagent:helper:1","status":"in_progress","#,
+            r#""title":"{title}","content":[{{"type":"content","content":{{"type":"text","text":"{text}"}}}}]}}}}}}"#,
+            "\n"
+        ),
+        s = S,
+        title = title,
+        text = text_json
+    )
+    .into()
+}
+
+#[test]
+fn a_re_sent_box_is_read_by_what_changed_wherever_it_changed() {
+    // Most versions of a box only append to its text, and are read as the piece they
+    // append; every other change must still be told: the same bytes again, one byte changed
+    // in the middle of the text, a piece of escapes, a field beside the text.
+    let mut h = Harness::zed_session("agentpool", S);
+    h.update(S, task("t1", "helper"));
+    h.update(S, box_open("helper"));
+    let title = "\u{1f916} helper";
+    let v1 = r"Reading a.\n\ud83d\udd27 Using tool: read\n";
+    h.agent_line(box_line(title, v1));
+    h.agent_line(box_line(title, v1));
+    let v2 = format!(r#"{v1}\u2705 read: \"caf\u00e9\"\n"#);
+    h.agent_line(box_line(title, &v2));
+    let v3 = format!("{v2}Done");
+    h.agent_line(box_line(title, &v3));
+    // Grown, with the box's title changed beside it.
+    let busy = "\u{1f916} helper (busy)";
+    let v4 = format!("{v3} now.");
+    h.agent_line(box_line(busy, &v4));
+    let v5 = format!(r"{v4}\n\ud83d\udd27 Using tool: grep\n");
+    h.agent_line(box_line(busy, &v5));
+    // One byte changed in the middle (the first tool's output), the box's last version.
+    let v6 = v5.replacen("caf", "cof", 1);
+    assert_eq!((v6.len(), v6 == v5), (v5.len(), false));
+    h.agent_line(box_line(busy, &v6));
+    h.update(S, box_done("helper"));
+    h.update(S, task_done("t1"));
+    let child = child_session_id(S, "t1");
+    h.load_child(&child);
+    let entries = &h.zed.threads[&child].entries;
+    let lines = entry_lines(entries);
+    assert_eq!(
+        lines[..5],
+        [
+            "user:work of t1",
+            "agent:Reading a.",
+            "tool:t1-box-1:completed",
+            "agent:Done now.",
+            "tool:t1-box-3:in_progress"
+        ],
+        "{lines:?}"
+    );
+    let tools: Vec<(&str, &str, &str)> = entries
+        .iter()
+        .filter_map(|e| match e {
+            crate::support::zed_model::Entry::Tool(t) => {
+                Some((t.id.as_str(), t.title.as_str(), t.text.as_str()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            ("t1-box-1", "read", "\"cof\u{e9}\""),
+            ("t1-box-3", "grep", "")
+        ]
+    );
+    assert!(h.zed.orphan_tool_updates.is_empty());
+    h.assert_zed_clean();
+}

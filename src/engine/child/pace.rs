@@ -61,8 +61,16 @@ fn merge(earlier: CardChange, later: CardChange) -> CardChange {
     match (earlier, later) {
         (CardChange::Line(_), later @ CardChange::Line(_)) => later,
         (earlier, later) => {
-            let (Some(mut base), Some(top)) = (as_update(earlier), as_update(later.clone())) else {
+            let Some(mut base) = as_update(earlier) else {
                 return later;
+            };
+            // Taken, not copied: a held update is merged with every report of its interval.
+            let top = match later {
+                CardChange::Update(v) => v,
+                CardChange::Line(line) => match line_update(&line) {
+                    Some(v) => v,
+                    None => return CardChange::Line(line),
+                },
             };
             if let (Some(b), Value::Object(t)) = (base.as_object_mut(), top) {
                 for (k, v) in t {

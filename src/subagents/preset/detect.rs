@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::spec::{ChildRecord, ChildReplay, SiblingContent, SpawnEventKind, TranscriptOn};
 use super::transcript::grammar::{Grammar, ParsedTranscript};
-use super::vocab::{first_text, value_text, Source};
+use super::vocab::{first_text, pointer, pointers_overlap, value_text, Source};
 use super::{EndRule, Preset};
 use crate::wire::keys::{string_after_key, Found, KeySet};
 
@@ -218,7 +218,7 @@ impl Detector {
             .presets
             .iter()
             .flat_map(|p| p.parent.iter())
-            .find_map(|ptr| update.pointer(ptr).and_then(Value::as_str))
+            .find_map(|ptr| pointer(update, ptr).and_then(Value::as_str))
     }
 
     /// The agent's own child id a child event names (`child_ref`), with the preset that says
@@ -227,7 +227,7 @@ impl Detector {
         self.0.presets.iter().enumerate().find_map(|(i, p)| {
             p.child_ref
                 .iter()
-                .find_map(|ptr| update.pointer(ptr).and_then(Value::as_str))
+                .find_map(|ptr| pointer(update, ptr).and_then(Value::as_str))
                 .filter(|id| !id.is_empty())
                 .map(|id| (PresetId(i), id))
         })
@@ -511,6 +511,30 @@ impl Detector {
     ) -> Option<(&Grammar, Cow<'v, str>)> {
         let g = self.preset(id)?.transcript.as_ref()?;
         Some((g, first_text(&g.from, update)?))
+    }
+
+    /// This preset's transcript grammar.
+    pub fn transcript_grammar(&self, id: PresetId) -> Option<&Grammar> {
+        self.preset(id)?.transcript.as_ref()
+    }
+
+    /// The one source of this preset's transcript when an update's other bytes tell nothing
+    /// about it: no preset's sibling rule or key reads it, nor does the router (kind, tool
+    /// call id, status). Then an update that differs from the last only inside that string
+    /// differs only in the transcript ([`crate::subagents::preset::vocab::Source::span_in`]).
+    pub fn transcript_source_alone(&self, id: PresetId) -> Option<&Source> {
+        let g = self.preset(id)?.transcript.as_ref()?;
+        let [source] = g.from.as_slice() else {
+            return None;
+        };
+        let at = source.at.as_str();
+        let routed = ["/sessionUpdate", "/toolCallId", "/status"]
+            .iter()
+            .any(|f| pointers_overlap(f, at));
+        let read = self.0.presets.iter().flat_map(|p| &p.sibling).any(|s| {
+            s.rule.reads_at(at) || s.key.iter().chain(&s.spawn_key).any(|k| k.reads_at(at))
+        });
+        (!routed && !read).then_some(source)
     }
 
     /// Take a transcript text apart with this preset's grammar.

@@ -6,9 +6,12 @@
 //! `/rawInput/prompt`, `/rawOutput/details/activity`).
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
 use regex::Regex;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::spec::{Block, CondSpec, Markers, RuleSpec, SourceSpec};
@@ -239,7 +242,7 @@ impl Cond {
     }
 
     pub fn holds(&self, update: &Value) -> bool {
-        let v = update.pointer(&self.at).filter(|v| !v.is_null());
+        let v = pointer(update, &self.at).filter(|v| !v.is_null());
         match (&self.test, v) {
             (Test::Exists(want), v) => v.is_some() == *want,
             (_, None) => false,
@@ -262,7 +265,7 @@ impl Cond {
     pub fn matched_str<'v>(&self, update: &'v Value) -> Option<&'v str> {
         match self.test {
             Test::Exists(_) => None,
-            _ => update.pointer(&self.at).and_then(Value::as_str),
+            _ => pointer(update, &self.at).and_then(Value::as_str),
         }
     }
 
@@ -397,6 +400,11 @@ impl Rule {
         self.when.iter().all(|c| c.holds(update))
     }
 
+    /// Whether a condition reads the value at pointer `at`, or one inside or around it.
+    pub fn reads_at(&self, at: &str) -> bool {
+        self.when.iter().any(|c| pointers_overlap(&c.at, at))
+    }
+
     pub fn patterns<'a>(&'a self, out: &mut Vec<&'a Pattern>) {
         self.when.iter().for_each(|c| c.patterns(out));
     }
@@ -470,7 +478,7 @@ impl Source {
         if !self.when.iter().all(|c| c.holds(update)) {
             return None;
         }
-        match value_text(update.pointer(&self.at)?, self.block)? {
+        match value_text(pointer(update, &self.at)?, self.block)? {
             Cow::Borrowed(s) => {
                 let (part, shortened) = self.refine(s)?;
                 Some(shortened.map_or(Cow::Borrowed(part), Cow::Owned))
@@ -480,6 +488,53 @@ impl Source {
                 Some(Cow::Owned(shortened.unwrap_or_else(|| part.to_owned())))
             }
         }
+    }
+
+    /// Whether it reads the value at pointer `at`, or one inside or around it.
+    pub fn reads_at(&self, at: &str) -> bool {
+        pointers_overlap(&self.at, at) || self.when.iter().any(|c| pointers_overlap(&c.at, at))
+    }
+
+    /// Where this source's text is in an update's JSON text: the contents of one string,
+    /// between its quotes. Only for a source that reads one whole string as it is (no
+    /// condition, pattern, cut or trim, and not two blocks joined); `None` otherwise, or when
+    /// it reads none here. The caller checks the span's text against what [`Source::text`]
+    /// read.
+    pub fn span_in(&self, json: &str) -> Option<Range<usize>> {
+        let whole = self.regex.is_none()
+            && !self.first_line
+            && self.max_chars.is_none()
+            && !self.trim
+            && self.when.is_empty();
+        if !whole {
+            return None;
+        }
+        let mut at: &RawValue = serde_json::from_str(json).ok()?;
+        for token in self.at.split('/').skip(1) {
+            let token = token.replace("~1", "/").replace("~0", "~");
+            at = raw_child(at, &token)?;
+        }
+        let text = match at.get().as_bytes().first()? {
+            b'"' => at,
+            b'{' => raw_block_text(at)?,
+            b'[' => {
+                let items: Vec<&RawValue> = serde_json::from_str(at.get()).ok()?;
+                let mut texts = items.into_iter().filter_map(raw_block_text);
+                match self.block {
+                    Block::First => texts.next()?,
+                    Block::Last => texts.next_back()?,
+                    // Joined from several blocks, it is no one string.
+                    Block::All => {
+                        let one = texts.next()?;
+                        texts.next().is_none().then_some(one)?
+                    }
+                }
+            }
+            _ => return None,
+        };
+        let start = (text.get().as_ptr() as usize).checked_sub(json.as_ptr() as usize)? + 1;
+        let end = start + text.get().len().checked_sub(2)?;
+        (json.as_bytes().get(start - 1) == Some(&b'"')).then_some(start..end)
     }
 
     /// The refined part of `s`, and the shortened text when it had to be cut.
@@ -514,6 +569,74 @@ impl Source {
     }
 }
 
+/// The member `token` of an object, or item of an array, as its JSON text. Of a key given
+/// twice the last counts, as in a parsed [`Value`].
+fn raw_child<'j>(v: &'j RawValue, token: &str) -> Option<&'j RawValue> {
+    match v.get().as_bytes().first()? {
+        b'{' => {
+            let mut members: BTreeMap<Cow<'j, str>, &'j RawValue> =
+                serde_json::from_str(v.get()).ok()?;
+            members.remove(token)
+        }
+        b'[' => {
+            // As `Value::pointer` reads an index: no sign, no leading zero.
+            if token.starts_with('+') || (token.starts_with('0') && token.len() > 1) {
+                return None;
+            }
+            let i: usize = token.parse().ok()?;
+            let items: Vec<&'j RawValue> = serde_json::from_str(v.get()).ok()?;
+            items.get(i).copied()
+        }
+        _ => None,
+    }
+}
+
+/// The string a content block's text is (`{text}` or a tool call's `{content: {text}}`), as
+/// [`value_text`] reads it.
+fn raw_block_text(v: &RawValue) -> Option<&RawValue> {
+    let is_string = |v: &&RawValue| v.get().starts_with('"');
+    raw_child(v, "text").filter(is_string).or_else(|| {
+        let content = raw_child(v, "content")?;
+        raw_child(content, "text").filter(is_string)
+    })
+}
+
+/// [`Value::pointer`] without an allocation per token (the presets' pointers are read on
+/// every frame that may concern a subagent).
+pub fn pointer<'v>(v: &'v Value, at: &str) -> Option<&'v Value> {
+    if at.is_empty() {
+        return Some(v);
+    }
+    let rest = at.strip_prefix('/')?;
+    rest.split('/').try_fold(v, |target, token| {
+        let token = if token.contains('~') {
+            Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
+        } else {
+            Cow::Borrowed(token)
+        };
+        match target {
+            Value::Object(map) => map.get(token.as_ref()),
+            Value::Array(list) => {
+                // As `Value::pointer` reads an index: no sign, no leading zero.
+                if token.starts_with('+') || (token.starts_with('0') && token.len() != 1) {
+                    return None;
+                }
+                list.get(token.parse::<usize>().ok()?)
+            }
+            _ => None,
+        }
+    })
+}
+
+/// Whether two JSON pointers name the same value, or one a value inside the other's.
+pub fn pointers_overlap(a: &str, b: &str) -> bool {
+    let inside = |x: &str, outer: &str| {
+        x.strip_prefix(outer)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    };
+    inside(a, b) || inside(b, a)
+}
+
 /// The first non-empty text the sources give.
 pub fn first_text<'v>(sources: &[Source], update: &'v Value) -> Option<Cow<'v, str>> {
     sources.iter().find_map(|s| s.text(update))
@@ -525,7 +648,7 @@ pub fn value_text(v: &Value, block: Block) -> Option<Cow<'_, str>> {
     fn item(i: &Value) -> Option<&str> {
         i.get("text")
             .and_then(Value::as_str)
-            .or_else(|| i.pointer("/content/text").and_then(Value::as_str))
+            .or_else(|| i.get("content")?.get("text")?.as_str())
     }
     let text = match v {
         Value::String(s) => Cow::Borrowed(s.as_str()),
@@ -573,6 +696,63 @@ mod tests {
         }
         let w: W = toml::from_str(toml_text).expect("source spec parses");
         Source::compile(&w.s, "s").expect("source compiles")
+    }
+
+    #[test]
+    fn pointers_read_as_serde_json_reads_them() {
+        let u = json!({"a": {"b/c": [1, {"~d": 2}]}, "": {"": 3}, "e": [4]});
+        for at in [
+            "",
+            "/a",
+            "/a/b~1c",
+            "/a/b~1c/1/~0d",
+            "/a/b~1c/01",
+            "/a/b~1c/+1",
+            "/a/b~1c/2",
+            "/",
+            "//",
+            "/e/0",
+            "/e/-",
+            "/x/y",
+            "a",
+        ] {
+            assert_eq!(pointer(&u, at), u.pointer(at), "{at}");
+        }
+        assert!(pointers_overlap("/content", "/content/0/text"));
+        assert!(pointers_overlap("", "/x"));
+        assert!(!pointers_overlap("/content", "/contents"));
+        assert!(!pointers_overlap("/toolCallId", "/content"));
+    }
+
+    #[test]
+    fn a_source_finds_the_string_it_reads_in_the_bytes() {
+        let span = |toml_text: &str, json: &str| {
+            let s = source(toml_text);
+            let v: Value = serde_json::from_str(json).expect("json");
+            let span = s.span_in(json)?;
+            let read = s.text(&v)?;
+            assert_eq!(
+                serde_json::from_str::<String>(&json[span.start - 1..span.end + 1]).ok(),
+                Some(read.into_owned())
+            );
+            Some(json[span].to_owned())
+        };
+        let block =
+            r#"{"x":"no","content":[{"type":"content","content":{"type":"text","text":"a\"b"}}]}"#;
+        assert_eq!(span("s = \"/content\"", block).as_deref(), Some(r#"a\"b"#));
+        let two = r#"{"content":[{"text":"a"},{"text":"b"}]}"#;
+        // Two blocks joined are no one string; the first or the last is.
+        assert_eq!(span("s = \"/content\"", two), None);
+        assert_eq!(
+            span("s = { at = \"/content\", block = \"last\" }", two).as_deref(),
+            Some("b")
+        );
+        // A key given twice: the last counts, as in a parsed value.
+        let twice = r#"{"t":"old","t":"new"}"#;
+        assert_eq!(span("s = \"/t\"", twice).as_deref(), Some("new"));
+        // A cut or a pattern reads part of a string: no span.
+        assert_eq!(span("s = { at = \"/t\", max_chars = 2 }", twice), None);
+        assert_eq!(span("s = \"/t/x\"", twice), None);
     }
 
     #[test]

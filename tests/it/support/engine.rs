@@ -169,8 +169,12 @@ impl Harness {
 
     /// The agent sends a message.
     pub fn agent(&mut self, msg: Value) {
+        self.agent_line(line(&msg));
+    }
+
+    /// The agent sends a line as it is (escapes and key order its own).
+    pub fn agent_line(&mut self, frame: Bytes) {
         let mut out = Vec::new();
-        let frame = line(&msg);
         if self.run_lines > 0 {
             self.pending.extend_from_slice(&frame);
             self.pending_lines += 1;

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
 
-use super::grammar::{Change, Entry, EntryKind, Grammar, ParsedTranscript, Tail};
+use super::grammar::{Change, Entry, EntryKind, Grammar, ParsedTranscript, Tail, Touched};
 use crate::subagents::preset::spec::EntryStatus;
 
 /// One child's folded transcript as read so far.
@@ -24,6 +24,9 @@ pub struct Fold {
     offset: usize,
     /// The child's synthesized tool call ids start with this.
     base: String,
+    /// Counts the changes of `text`: a caller that remembers where a version of it stands in
+    /// the agent's bytes knows by this that no other version came between.
+    version: u64,
 }
 
 impl Fold {
@@ -41,6 +44,12 @@ impl Fold {
         self.seen = ParsedTranscript::default();
         self.text.clear();
         self.tail = Tail::default();
+        self.version += 1;
+    }
+
+    /// The version of the text last seen (see [`Fold::replaced`]); changes with every new one.
+    pub fn version(&self) -> u64 {
+        self.version
     }
 
     /// A new version of the whole text. `growing`: versions usually extend the one before
@@ -50,26 +59,52 @@ impl Fold {
         if growing && text.len() == self.text.len() && text == self.text {
             return Vec::new();
         }
-        let next = if growing && text.starts_with(self.text.as_str()) {
-            let mut next = self.seen.clone();
-            g.extend(&mut next, &mut self.tail, &text[self.text.len()..]);
-            next
-        } else {
-            let next = g.parse(text);
-            self.tail = Tail::after(text, &next);
-            next
-        };
+        if growing && text.starts_with(self.text.as_str()) {
+            let piece = &text[self.text.len()..];
+            self.text.push_str(piece);
+            self.version += 1;
+            return self.extend(g, piece);
+        }
+        let next = g.parse(text);
+        self.tail = Tail::after(text, &next);
         if growing {
             text.clone_into(&mut self.text);
+            self.version += 1;
         }
         self.advance(next)
     }
 
+    /// The text last seen ([`Fold::replaced`], growing) grew by `piece`: the same as
+    /// `replaced` with the whole new text, without it.
+    pub fn grew(&mut self, g: &Grammar, piece: &str) -> Vec<Value> {
+        if piece.is_empty() {
+            return Vec::new();
+        }
+        self.text.push_str(piece);
+        self.version += 1;
+        self.extend(g, piece)
+    }
+
     /// A version that carries only what was added since the last.
     pub fn appended(&mut self, g: &Grammar, piece: &str) -> Vec<Value> {
-        let mut next = self.seen.clone();
-        g.extend(&mut next, &mut self.tail, piece);
-        self.advance(next)
+        self.extend(g, piece)
+    }
+
+    /// `piece` read on from where the last version left off, in place: what changed is told
+    /// from the entries the read touched, not from a copy of the whole transcript.
+    fn extend(&mut self, g: &Grammar, piece: &str) -> Vec<Value> {
+        let omitted = self.seen.omitted;
+        let mut touched = Touched::of(&self.seen);
+        g.extend_noting(&mut self.seen, &mut self.tail, piece, &mut touched);
+        if self.seen.omitted != omitted {
+            // An `omitted` line in a growing text (rare): compared whole, as before.
+            let prev = touched.undo(&self.seen, omitted);
+            let next = std::mem::replace(&mut self.seen, prev);
+            return self.advance(next);
+        }
+        let prev_end = omitted + touched.len_before();
+        let changes = self.seen.changes_noted(&touched);
+        updates(&self.seen, prev_end, &changes, &self.base, self.offset)
     }
 
     /// The text of the child's last entry, if it is prose.
@@ -98,106 +133,116 @@ impl Fold {
         self.end().map(end_line)
     }
 
-    fn id(&self, index: usize) -> String {
-        format!("{}-{}", self.base, self.offset + index)
-    }
-
     fn advance(&mut self, next: ParsedTranscript) -> Vec<Value> {
         let prev_end = self.seen.omitted + self.seen.entries.len();
         let changes = next.changes_since(&self.seen);
-        let mut out = Vec::new();
-        // Tool entries whose nested entries changed: their content is written again.
-        let mut owners = BTreeSet::new();
-        for change in &changes {
-            let (index, entry, old) = match change {
-                Change::Added { index, entry } => (*index, *entry, None),
-                Change::Changed { index, old, new } => (*index, *new, Some(*old)),
-            };
-            if entry.depth > 0 {
-                if let Some(owner) = owner_of(&next, index) {
-                    owners.insert(owner);
-                }
-                continue;
-            }
-            match entry.kind {
-                EntryKind::Text => {
-                    let text = match old {
-                        None => {
-                            // Two prose entries in a row would run together in one message.
-                            let after_text = index
-                                .checked_sub(next.omitted + 1)
-                                .and_then(|j| next.entries.get(j))
-                                .is_some_and(|p| p.depth == 0 && p.kind == EntryKind::Text);
-                            if after_text {
-                                format!("\n\n{}", entry.text)
-                            } else {
-                                entry.text.clone()
-                            }
-                        }
-                        // Prose that grew at the end of the thread: the new part. (A client
-                        // cannot take back what it was sent, so other edits are left out.)
-                        Some(o) if index + 1 == prev_end && entry.text.starts_with(&o.text) => {
-                            entry.text[o.text.len()..].to_owned()
-                        }
-                        Some(_) => String::new(),
-                    };
-                    if !text.is_empty() {
-                        out.push(json!({"sessionUpdate": "agent_message_chunk",
-                            "content": {"type": "text", "text": text}}));
-                    }
-                }
-                EntryKind::Tool => {
-                    let id = self.id(index);
-                    match old {
-                        None => {
-                            let mut call = json!({"sessionUpdate": "tool_call", "toolCallId": id,
-                                "title": entry.text, "kind": "other",
-                                "status": status_str(entry.status)});
-                            if let Some(o) = &entry.output {
-                                call["content"] = text_content(o);
-                            }
-                            out.push(call);
-                        }
-                        Some(o) => {
-                            let mut upd =
-                                json!({"sessionUpdate": "tool_call_update", "toolCallId": id});
-                            if o.status != entry.status {
-                                upd["status"] = json!(status_str(entry.status));
-                            }
-                            if o.text != entry.text {
-                                upd["title"] = json!(entry.text);
-                            }
-                            if o.output != entry.output {
-                                if let Some(text) = &entry.output {
-                                    upd["content"] = text_content(text);
-                                }
-                            }
-                            if upd.as_object().is_some_and(|m| m.len() > 2) {
-                                out.push(upd);
-                            }
-                        }
-                    }
-                }
-                EntryKind::End => {
-                    if old.is_none() && entry.status == Some(EntryStatus::Failed) {
-                        out.push(json!({"sessionUpdate": "agent_message_chunk",
-                            "content": {"type": "text", "text": end_line(entry)}}));
-                    }
-                }
-            }
-        }
-        for owner in owners {
-            let Some(block) = nested_block(&next, owner) else {
-                continue;
-            };
-            out.push(
-                json!({"sessionUpdate": "tool_call_update", "toolCallId": self.id(owner),
-                "content": text_content(&block)}),
-            );
-        }
+        let out = updates(&next, prev_end, &changes, &self.base, self.offset);
         self.seen = next;
         out
     }
+}
+
+/// The child thread's updates for `changes` (up to `next`, whose entries before `prev_end`
+/// the last version had), tool calls named `<base>-<offset + index>`.
+fn updates(
+    next: &ParsedTranscript,
+    prev_end: usize,
+    changes: &[Change<'_>],
+    base: &str,
+    offset: usize,
+) -> Vec<Value> {
+    let id = |index: usize| format!("{base}-{}", offset + index);
+    let mut out = Vec::new();
+    // Tool entries whose nested entries changed: their content is written again.
+    let mut owners = BTreeSet::new();
+    for change in changes {
+        let (index, entry, old) = match change {
+            Change::Added { index, entry } => (*index, *entry, None),
+            Change::Changed { index, old, new } => (*index, *new, Some(*old)),
+        };
+        if entry.depth > 0 {
+            if let Some(owner) = owner_of(next, index) {
+                owners.insert(owner);
+            }
+            continue;
+        }
+        match entry.kind {
+            EntryKind::Text => {
+                let text = match old {
+                    None => {
+                        // Two prose entries in a row would run together in one message.
+                        let after_text = index
+                            .checked_sub(next.omitted + 1)
+                            .and_then(|j| next.entries.get(j))
+                            .is_some_and(|p| p.depth == 0 && p.kind == EntryKind::Text);
+                        if after_text {
+                            format!("\n\n{}", entry.text)
+                        } else {
+                            entry.text.clone()
+                        }
+                    }
+                    // Prose that grew at the end of the thread: the new part. (A client
+                    // cannot take back what it was sent, so other edits are left out.)
+                    Some(o) if index + 1 == prev_end && entry.text.starts_with(&o.text) => {
+                        entry.text[o.text.len()..].to_owned()
+                    }
+                    Some(_) => String::new(),
+                };
+                if !text.is_empty() {
+                    out.push(json!({"sessionUpdate": "agent_message_chunk",
+                        "content": {"type": "text", "text": text}}));
+                }
+            }
+            EntryKind::Tool => {
+                let id = id(index);
+                match old {
+                    None => {
+                        let mut call = json!({"sessionUpdate": "tool_call", "toolCallId": id,
+                            "title": entry.text, "kind": "other",
+                            "status": status_str(entry.status)});
+                        if let Some(o) = &entry.output {
+                            call["content"] = text_content(o);
+                        }
+                        out.push(call);
+                    }
+                    Some(o) => {
+                        let mut upd =
+                            json!({"sessionUpdate": "tool_call_update", "toolCallId": id});
+                        if o.status != entry.status {
+                            upd["status"] = json!(status_str(entry.status));
+                        }
+                        if o.text != entry.text {
+                            upd["title"] = json!(entry.text);
+                        }
+                        if o.output != entry.output {
+                            if let Some(text) = &entry.output {
+                                upd["content"] = text_content(text);
+                            }
+                        }
+                        if upd.as_object().is_some_and(|m| m.len() > 2) {
+                            out.push(upd);
+                        }
+                    }
+                }
+            }
+            EntryKind::End => {
+                if old.is_none() && entry.status == Some(EntryStatus::Failed) {
+                    out.push(json!({"sessionUpdate": "agent_message_chunk",
+                        "content": {"type": "text", "text": end_line(entry)}}));
+                }
+            }
+        }
+    }
+    for owner in owners {
+        let Some(block) = nested_block(next, owner) else {
+            continue;
+        };
+        out.push(
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": id(owner),
+            "content": text_content(&block)}),
+        );
+    }
+    out
 }
 
 /// The top-level tool entry that entry `index` (absolute) is nested under.
@@ -382,6 +427,48 @@ mod tests {
             .map(short)
             .collect();
         assert_eq!(next, ["tool_call b-3 in_progress grep"]);
+    }
+
+    #[test]
+    fn reading_in_place_tells_the_same_changes_as_a_copy() {
+        // Pieces that grow prose mid-line, open and finish tools (a result finishing an
+        // earlier call), continue a result's output over lines, and run prose after it.
+        let pieces = [
+            "Reading ",
+            "a.txt.",
+            "\n🔧 Using tool: read\n",
+            "🔧 Using tool: grep\n",
+            "✅ read: hello\nfrom a\n",
+            "more output\n",
+            "The ",
+            "file says hello",
+            "\n\nand more.",
+            "\n✅ grep: found\n",
+            "✅ list: none\n",
+            "Done.",
+        ];
+        let g = grammar(BOX);
+        for start in 0..pieces.len() {
+            let mut fold = Fold::new("b");
+            let (mut seen, mut tail) = (ParsedTranscript::default(), Tail::default());
+            for (n, piece) in pieces[start..].iter().chain(&pieces[..start]).enumerate() {
+                let got = if n % 2 == 0 {
+                    fold.grew(&g, piece)
+                } else {
+                    let whole = format!("{}{piece}", fold.text);
+                    fold.replaced(&g, &whole, true)
+                };
+                // The way it was read before: a copy of the whole transcript, read on and
+                // compared entry by entry.
+                let mut next = seen.clone();
+                g.extend(&mut next, &mut tail, piece);
+                let prev_end = seen.omitted + seen.entries.len();
+                let want = updates(&next, prev_end, &next.changes_since(&seen), "b", 0);
+                assert_eq!(got, want, "piece {n} ({piece:?}) from {start}");
+                assert_eq!(fold.seen, next);
+                seen = next;
+            }
+        }
     }
 
     #[test]

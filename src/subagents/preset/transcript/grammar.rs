@@ -173,7 +173,7 @@ impl Grammar {
                 continue;
             };
             open_text = false;
-            apply(&mut t, l, &caps, depth, line);
+            apply(&mut t, l, &caps, depth, line, &mut Touched::off());
         }
         t
     }
@@ -184,6 +184,18 @@ impl Grammar {
     /// piece are that result's output (a tool's result can span lines; the child's own prose
     /// comes in later pieces). Returns nothing: `t` holds the result.
     pub fn extend(&self, t: &mut ParsedTranscript, tail: &mut Tail, piece: &str) {
+        self.extend_noting(t, tail, piece, &mut Touched::off());
+    }
+
+    /// [`Grammar::extend`], noting in `touched` each entry it changes as it was before, so
+    /// the caller can tell what changed without a copy of the whole transcript.
+    pub fn extend_noting(
+        &self,
+        t: &mut ParsedTranscript,
+        tail: &mut Tail,
+        piece: &str,
+        touched: &mut Touched,
+    ) {
         // The tool entry whose output this piece's unmatched lines continue.
         let mut output: Option<usize> = None;
         let mut rest = piece;
@@ -198,6 +210,7 @@ impl Grammar {
             };
             if tail.mid_line {
                 // The unfinished line goes on.
+                touched.note_last(t);
                 if let Some(e) = t.entries.last_mut().filter(|e| e.kind == EntryKind::Text) {
                     e.text.push_str(raw);
                 }
@@ -213,6 +226,7 @@ impl Grammar {
             };
             let Some((l, caps)) = matched else {
                 if let Some(i) = output {
+                    touched.note(t, i);
                     if let Some(o) = t
                         .entries
                         .get_mut(i)
@@ -233,6 +247,9 @@ impl Grammar {
                     tail.open_text = false;
                     continue;
                 }
+                if tail.open_text {
+                    touched.note_last(t);
+                }
                 match t.entries.last_mut() {
                     Some(e) if tail.open_text && e.depth == depth => {
                         for _ in 0..tail.breaks.max(1) {
@@ -248,7 +265,7 @@ impl Grammar {
                 continue;
             };
             *tail = Tail::default();
-            output = apply(t, l, &caps, depth, line);
+            output = apply(t, l, &caps, depth, line, touched);
         }
     }
 
@@ -278,6 +295,7 @@ fn apply(
     caps: &regex::Captures<'_>,
     depth: usize,
     line: &str,
+    touched: &mut Touched,
 ) -> Option<usize> {
     let group = |n: &str| caps.name(n).map(|m| m.as_str().to_owned());
     let text = group("text")
@@ -308,7 +326,7 @@ fn apply(
             .push(entry(EntryKind::End, depth, &text, l.status)),
         LineKind::ToolResult => {
             let name = group("name");
-            let open = t.entries.iter_mut().enumerate().rev().find(|(_, e)| {
+            let open = t.entries.iter().rposition(|e| {
                 e.kind == EntryKind::Tool
                     && e.depth == depth
                     && e.status == Some(EntryStatus::InProgress)
@@ -316,7 +334,10 @@ fn apply(
                         .as_ref()
                         .is_none_or(|n| e.name.as_ref() == Some(n) || e.text == *n)
             });
-            match open {
+            if let Some(i) = open {
+                touched.note(t, i);
+            }
+            match open.and_then(|i| Some((i, t.entries.get_mut(i)?))) {
                 Some((i, e)) => {
                     e.status = l.status;
                     e.output = group("text");
@@ -334,6 +355,66 @@ fn apply(
         }
     }
     None
+}
+
+/// The entries a read in place ([`Grammar::extend_noting`]) changed, as they were before it.
+#[derive(Debug, Default)]
+pub struct Touched {
+    /// The number of entries before the read: later ones are new, not changed.
+    len: usize,
+    before: Vec<(usize, Entry)>,
+    on: bool,
+}
+
+impl Touched {
+    /// Noting the entries of `t` as it is now.
+    pub fn of(t: &ParsedTranscript) -> Touched {
+        Touched {
+            len: t.entries.len(),
+            before: Vec::new(),
+            on: true,
+        }
+    }
+
+    /// Noting nothing (a read whose caller keeps the version before).
+    fn off() -> Touched {
+        Touched::default()
+    }
+
+    /// Entry `i` is about to change: keep it as it was, the first time.
+    fn note(&mut self, t: &ParsedTranscript, i: usize) {
+        if !self.on || i >= self.len || self.before.iter().any(|(j, _)| *j == i) {
+            return;
+        }
+        if let Some(e) = t.entries.get(i) {
+            self.before.push((i, e.clone()));
+        }
+    }
+
+    fn note_last(&mut self, t: &ParsedTranscript) {
+        if let Some(i) = t.entries.len().checked_sub(1) {
+            self.note(t, i);
+        }
+    }
+
+    /// The number of entries before the read.
+    pub fn len_before(&self) -> usize {
+        self.len
+    }
+
+    /// The transcript as it was before the read, given the one after it (and its `omitted`
+    /// before, which a read can change).
+    pub fn undo(&self, after: &ParsedTranscript, omitted: usize) -> ParsedTranscript {
+        let mut prev = after.clone();
+        prev.entries.truncate(self.len);
+        for (i, e) in &self.before {
+            if let Some(slot) = prev.entries.get_mut(*i) {
+                slot.clone_from(e);
+            }
+        }
+        prev.omitted = omitted;
+        prev
+    }
 }
 
 /// Where a transcript read piece by piece ([`Grammar::extend`]) stands between pieces.
@@ -372,6 +453,38 @@ fn entry(kind: EntryKind, depth: usize, text: &str, status: Option<EntryStatus>)
 }
 
 impl ParsedTranscript {
+    /// What a read in place changed (the same as [`ParsedTranscript::changes_since`] the
+    /// version before it), from the entries it noted: work in proportion to the read, not
+    /// to the transcript. The read must have left `omitted` as it was.
+    pub fn changes_noted<'a>(&'a self, touched: &'a Touched) -> Vec<Change<'a>> {
+        let mut changes: Vec<Change<'a>> = touched
+            .before
+            .iter()
+            .filter_map(|(i, old)| {
+                let new = self.entries.get(*i)?;
+                (old != new).then_some(Change::Changed {
+                    index: self.omitted + i,
+                    old,
+                    new,
+                })
+            })
+            .collect();
+        changes.sort_by_key(|c| match c {
+            Change::Added { index, .. } | Change::Changed { index, .. } => *index,
+        });
+        let len = touched.len.min(self.entries.len());
+        changes.extend(
+            self.entries[len..]
+                .iter()
+                .enumerate()
+                .map(|(k, entry)| Change::Added {
+                    index: self.omitted + len + k,
+                    entry,
+                }),
+        );
+        changes
+    }
+
     /// What changed from `prev` to `self`: entries that appeared, and entries whose status or
     /// text changed (a tool finishing, prose growing). Entries that fell off the front are
     /// not reported.
