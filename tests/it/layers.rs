@@ -382,9 +382,10 @@ fn child_ids_are_typed() {
 }
 
 /// The children in memory have one owner, `Children`, whose fields are private: a child and
-/// the lookups that lead to it change together, through its methods. A child's lifecycle (its
-/// state, how it runs, its card, its cancel, whether it is modelled) changes only through the
-/// child's transitions.
+/// the lookups that lead to it change together, through its methods. A child's life and its
+/// card are one value (`Life`, with its cancel request) that changes only through the child's
+/// transitions; what lies beside it (how it runs, whether the client has it loaded, its stop
+/// route, its prompt, its history during a reopen, whether it is modelled) is private too.
 #[test]
 fn the_children_have_one_owner_and_cards_change_by_transitions() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/subagents/model.rs");
@@ -398,10 +399,13 @@ fn the_children_have_one_owner_and_cards_change_by_transitions() {
     assert!(public.is_empty(), "public fields of Children: {public:?}");
     let child = struct_fields(&model, "pub struct Child {");
     for private in [
-        "state: ChildState,",
+        "life: Life,",
+        "progress: Progress,",
+        "view: View,",
+        "stop_route: StopRoute,",
+        "prompt: Prompt,",
         "run: Run,",
-        "card: Card,",
-        "cancel: Cancel,",
+        "history: History,",
         "tracking: Tracking,",
     ] {
         assert!(
@@ -409,6 +413,26 @@ fn the_children_have_one_owner_and_cards_change_by_transitions() {
             "Child's `{private}` is not a private field: {child:?}"
         );
     }
+    // The life and the card are one value: no field of their own beside it.
+    for gone in ["ChildState", "Card", "Cancel"] {
+        assert!(
+            !child.iter().any(|f| f.ends_with(&format!(": {gone},"))),
+            "Child keeps a `{gone}` beside its life: {child:?}"
+        );
+    }
+    // The life's variants are private to its module: only its transitions change it.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/subagents/life.rs");
+    let life = code_only(&std::fs::read_to_string(path).expect("read the lifecycle"));
+    assert!(
+        life.contains("pub(super) enum Life {"),
+        "the check found the lifecycle"
+    );
+    let open = struct_fields(&life, "pub(super) struct Open {");
+    let public: Vec<&String> = open.iter().filter(|f| f.starts_with("pub")).collect();
+    assert!(
+        public.is_empty(),
+        "public fields of an open card: {public:?}"
+    );
 }
 
 /// The field lines of the struct declared by `head` in `code`.

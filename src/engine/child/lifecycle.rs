@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::engine::{Action, Engine};
 use crate::subagents::ids::ChildId;
-use crate::subagents::model::{ChildState, View};
+use crate::subagents::model::ChildState;
 
 impl Engine {
     /// A finished child got new work (a continued subagent): open a new turn.
@@ -55,7 +55,7 @@ impl Engine {
         if updates.is_empty() {
             return;
         }
-        child.view = View::Loaded;
+        child.mark_loaded();
         let parent = child.parent.clone();
         for update in updates {
             self.emit(&parent, update, out);

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use crate::engine::{str_field, Action, Engine};
 use crate::subagents::ids::ChildId;
-use crate::subagents::model::{Card, Child, ChildState, Prompt, SpawnSite};
+use crate::subagents::model::{Card, Child, ChildState, SpawnSite};
 use crate::subagents::preset::detect::{PresetId, SpawnEvent};
 use crate::subagents::render::{self, CardChange};
 
@@ -197,9 +197,9 @@ impl Engine {
         if is_new && unseen && child.thread.is_empty() && !child.history_known() {
             to_record.push(render::agent_text(&unseen_note(&agent_name, &child.title)));
         }
-        if child.prompt == Prompt::Awaited {
+        if child.prompt_awaited() {
             if let Some(prompt) = &reading.prompt {
-                child.prompt = Prompt::Recorded;
+                child.mark_prompt_recorded();
                 if !child.history_known() {
                     to_record.push(render::user_text(prompt));
                 }
@@ -225,7 +225,7 @@ impl Engine {
         let mut progress = false;
         if !finished && !child.card_is_final() {
             if let Some(activity) = reading.progress {
-                child.progress.activity = Some(activity);
+                child.note_activity(activity);
                 progress = true;
             }
         }

@@ -7,9 +7,7 @@ use serde_json::{json, Value};
 use crate::engine::{str_field, Action, Engine};
 use crate::subagents::ids;
 use crate::subagents::ids::{AgentSessionId, ChildId};
-use crate::subagents::model::{
-    Card, Child, ChildState, Prompt, SpawnSite, StopRoute, SYNTHETIC_TOOL_NAME,
-};
+use crate::subagents::model::{Card, Child, ChildState, SpawnSite, SYNTHETIC_TOOL_NAME};
 use crate::subagents::render::acp;
 use crate::wire::write;
 
@@ -99,7 +97,7 @@ impl Engine {
                     child.title = t.to_owned();
                 }
                 let mut untold = None;
-                if child.prompt == Prompt::Awaited && child.thread.is_empty() {
+                if child.prompt_awaited() && child.thread.is_empty() {
                     child.announced_prompt = announce.prompt;
                     // No task anywhere: the preset's note says why (Codex's multi-agent V2).
                     if child.announced_prompt.is_none() {
@@ -127,7 +125,7 @@ impl Engine {
         };
         if let Some(child) = self.reg.get_mut(&cid) {
             if update.pointer("/capabilities/cancel").is_some() {
-                child.stop_route = StopRoute::Direct;
+                child.stop_directly();
             }
         }
         if self.reg.get(&cid).is_some_and(Child::history_known) {
@@ -261,7 +259,7 @@ impl Engine {
             self.record_in(&cid, &update, out);
         }
         if let Some(child) = self.reg.get_mut(&cid) {
-            child.prompt = Prompt::Recorded;
+            child.mark_prompt_recorded();
             child.announced_prompt = None;
         }
     }

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::engine::{Action, ChildCancel, Engine, Millis, NoteLevel};
 use crate::subagents::ids::{self, AgentSessionId, ChildId};
 use crate::subagents::model::{
-    Child, ChildState, Children, Prompt, SpawnSite, StopRoute, View, SYNTHETIC_TOOL_NAME,
+    Child, ChildState, Children, SpawnSite, StopRoute, SYNTHETIC_TOOL_NAME,
 };
 use crate::subagents::persist::StoredChild;
 use crate::wire::{self, write};
@@ -66,19 +66,19 @@ impl Engine {
                             None => write::session_update_raw(sid, update),
                         }));
                     }
-                    child.view = View::Loaded;
+                    child.mark_loaded();
                 }
                 out.push(Action::ToClient(write::result(id, &json!({}))));
             }
             "session/resume" => {
                 if let Some(child) = self.reg.get_mut(&cid) {
-                    child.view = View::Loaded;
+                    child.mark_loaded();
                 }
                 out.push(Action::ToClient(write::result(id, &json!({}))));
             }
             "session/close" => {
                 if let Some(child) = self.reg.get_mut(&cid) {
-                    child.view = View::Closed;
+                    child.mark_closed();
                 }
                 out.push(Action::ToClient(write::result(id, &json!({}))));
             }
@@ -126,7 +126,7 @@ impl Engine {
         }
         // Shown cancelled only once the agent confirms or the parent's turn ends.
         child.ask_cancel();
-        let target = match (&child.agent_child, child.stop_route) {
+        let target = match (&child.agent_child, child.stop_route()) {
             (Some(agent_child), StopRoute::Direct) => Some(agent_child.to_string()),
             _ => match self.cfg.zed.child_cancel {
                 ChildCancel::Parent => Some(child.top_session.clone()),
@@ -221,7 +221,7 @@ pub(in crate::engine) fn restore_child(reg: &mut Children, stored: StoredChild) 
     child.title = stored.title.unwrap_or_default();
     child.restore_state(stored.state);
     if !stored.updates.is_empty() {
-        child.prompt = Prompt::Recorded;
+        child.mark_prompt_recorded();
     }
     child.thread = stored
         .updates

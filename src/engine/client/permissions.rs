@@ -413,7 +413,7 @@ impl Engine {
         let title = self
             .render
             .progress_title(child)
-            .filter(|_| child.progress.steps > 0 && !child.card_is_final())
+            .filter(|_| child.progress().steps > 0 && !child.card_is_final())
             .unwrap_or_else(|| child.title.clone());
         if let Some(update) = self.render.card_update(child, None, Some(&title)) {
             self.emit(&on.session, update, out);

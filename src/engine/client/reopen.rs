@@ -86,7 +86,7 @@ impl Engine {
         // Children already known keep their recorded thread: the replay must not double it.
         for child in self.reg.iter_mut() {
             if child.top_session == session && !child.thread.is_empty() {
-                child.history = History::Known;
+                child.set_history(History::Known);
             }
             if child.top_session == session {
                 // The client rebuilds the parent's thread: it learns of the child again.
@@ -139,7 +139,7 @@ impl Engine {
         let mut done = Vec::new();
         for child in self.reg.iter_mut() {
             if child.top_session == session {
-                child.history = History::Live;
+                child.set_history(History::Live);
                 done.push(child.id.clone());
             }
         }

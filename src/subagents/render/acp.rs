@@ -90,7 +90,7 @@ fn announcement(child: &Child) -> Value {
     if let Some(d) = &child.description {
         a["description"] = json!(d);
     }
-    if child.stop_route == StopRoute::Direct {
+    if child.stop_route() == StopRoute::Direct {
         a["capabilities"] = json!({"cancel": {}});
     }
     a["state"] = Shown::of(child).state();

@@ -98,11 +98,11 @@ pub fn progress_notification(session: &str, child: &Child, title: &str) -> Bytes
 /// where the agent reports its child's activity but no steps of it).
 pub fn progress_title(child: &Child) -> String {
     let mut title = child.title.clone();
-    if let Some(activity) = &child.progress.activity {
+    if let Some(activity) = &child.progress().activity {
         title.push_str(" · ");
         title.push_str(&truncate(activity, MAX_ACTIVITY_CHARS));
     }
-    let steps = child.progress.steps;
+    let steps = child.progress().steps;
     if steps > 0 {
         let s = if steps == 1 { "" } else { "s" };
         title.push_str(&format!(" · {steps} step{s}"));
@@ -354,15 +354,16 @@ mod tests {
     #[test]
     fn progress_title_is_bounded() {
         let mut c = child();
-        c.progress.steps = 3;
-        c.progress.activity = Some("Find `*.txt`".into());
+        c.show_step(None);
+        c.show_step(None);
+        c.show_step(Some("Find `*.txt`".into()));
         assert_eq!(
             progress_title(&c),
             "Survey text files · Find `*.txt` · 3 steps"
         );
-        c.progress.activity = Some("x".repeat(500));
+        c.note_activity("x".repeat(500));
         assert!(progress_title(&c).chars().count() <= MAX_TITLE_CHARS);
-        c.progress.activity = Some("line one\nline two".into());
+        c.note_activity("line one\nline two".into());
         assert!(progress_title(&c).contains("line one…"));
     }
 }
