@@ -462,7 +462,7 @@ impl Engine {
             let reopen = &self.reopen;
             if let Some(child) = self.reg.get_mut(&id) {
                 child.set_history(
-                    if reopen.replaying(&child.top_session) && !child.thread.is_empty() {
+                    if reopen.replaying(child.top_session.as_str()) && !child.thread.is_empty() {
                         History::Known
                     } else {
                         History::Live

@@ -10,7 +10,7 @@ use super::pair::{Pair, PairMap, PairRef};
 use serde_json::Value;
 
 use super::entries::{key_field, EntryCounter, EntryRules};
-use super::ids::{AgentSessionId, ChildId};
+use super::ids::{AgentSessionId, ChildId, ClientSessionId};
 use super::life::Life;
 pub use super::life::{Card, ChildState};
 use super::preset::detect::PresetId;
@@ -32,11 +32,11 @@ pub struct TurnRange {
 pub struct SpawnSite {
     /// The agent session the child's events arrive on: the top-level session for legacy
     /// wires, the child's own agent session for standard ACP.
-    pub agent_session: String,
+    pub agent_session: AgentSessionId,
     /// Client-facing id of the session whose thread holds the spawn card.
-    pub parent: String,
+    pub parent: ClientSessionId,
     /// The top-level session (one the client created or loaded) the child belongs to.
-    pub top_session: String,
+    pub top_session: ClientSessionId,
     /// The spawn's tool call id (synthesized for standard ACP children).
     pub spawn_id: String,
 }
@@ -123,12 +123,12 @@ pub struct Child {
     /// Client-facing id, derived from (parent, spawn).
     pub id: ChildId,
     /// Client-facing id of the session whose thread holds the spawn card.
-    pub parent: String,
+    pub parent: ClientSessionId,
     /// The agent session the child's events arrive on: the top-level session for legacy
     /// wires, the child's own agent session for standard ACP (see `agent_child`).
-    pub agent_session: String,
+    pub agent_session: AgentSessionId,
     /// The top-level session (one the client created or loaded) this child belongs to.
-    pub top_session: String,
+    pub top_session: ClientSessionId,
     pub spawn_id: String,
     /// The agent's own session id for this child (standard ACP subagents).
     pub agent_child: Option<AgentSessionId>,
@@ -474,7 +474,7 @@ impl Children {
     pub fn insert(&mut self, mut child: Child) {
         child.use_entry_rules(self.entry_rules);
         self.tool_ids.insert(child.spawn_id.clone());
-        let key = Pair::new(&child.agent_session, &child.spawn_id);
+        let key = Pair::new(child.agent_session.as_str(), &child.spawn_id);
         self.note_key(&child.id, key.clone());
         self.by_spawn.insert(key, child.id.clone());
         if let Some(agent_child) = &child.agent_child {
@@ -526,7 +526,7 @@ impl Children {
     pub fn in_top_session<'a>(&'a self, top_session: &'a str) -> impl Iterator<Item = &'a Child> {
         self.children
             .values()
-            .filter(move |c| c.top_session == top_session)
+            .filter(move |c| c.top_session.as_str() == top_session)
     }
 
     /// The ids of the children of a top-level session that `pick` chooses, in the order of
@@ -550,7 +550,7 @@ impl Children {
     pub fn has_unfinished_child_of(&self, parent: &ChildId) -> bool {
         self.children
             .values()
-            .any(|c| c.parent == parent.as_str() && !c.state().is_final())
+            .any(|c| c.parent.as_str() == parent.as_str() && !c.state().is_final())
     }
 
     /// Take a child out to rebuild it: its lookups stay and lead to it again once it is
@@ -611,7 +611,7 @@ impl Children {
     pub fn has_open_legacy_child(&self, session: &str) -> bool {
         self.children
             .values()
-            .any(|c| c.top_session == session && c.is_open_legacy())
+            .any(|c| c.top_session.as_str() == session && c.is_open_legacy())
     }
 
     /// The running legacy children spawned on `agent_session` (no session of their own, not
@@ -621,7 +621,9 @@ impl Children {
         agent_session: &'a str,
     ) -> impl Iterator<Item = &'a Child> {
         self.children.values().filter(move |c| {
-            c.agent_session == agent_session && c.agent_child.is_none() && !c.state().is_final()
+            c.agent_session.as_str() == agent_session
+                && c.agent_child.is_none()
+                && !c.state().is_final()
         })
     }
 
@@ -634,7 +636,7 @@ impl Children {
             if depth > 1024 {
                 break;
             }
-            cur = &c.parent;
+            cur = c.parent.as_str();
         }
         depth
     }

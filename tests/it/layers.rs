@@ -348,8 +348,9 @@ fn the_standard_output_is_no_card_style() {
 
 /// A child's id is typed: `ChildId` does not stand in for a `&str` (no `Deref`), and the
 /// registry looks children up by `&ChildId`; a session id's text becomes one only through
-/// `Children::resolve` (or the store). The agent's session id of a child is an
-/// `AgentSessionId`.
+/// `Children::resolve` (or the store). A session on the agent's side is an `AgentSessionId`, one
+/// the client knows (a top-level session, or a child's as the parent of its children's cards)
+/// a `ClientSessionId`: the spawn site, the child and the store keep them apart.
 #[test]
 fn child_ids_are_typed() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/subagents");
@@ -359,10 +360,16 @@ fn child_ids_are_typed() {
         ids.contains("pub struct ChildId("),
         "the check found ChildId"
     );
-    assert!(
-        !ids.contains("Deref for ChildId"),
-        "ChildId derefs to its text: any string would do where a child id is asked for"
-    );
+    for id in ["ChildId", "AgentSessionId", "ClientSessionId"] {
+        assert!(
+            ids.contains(&format!("pub struct {id}(")),
+            "the check found {id}"
+        );
+        assert!(
+            !ids.contains(&format!("Deref for {id}")),
+            "{id} derefs to its text: any string would do where one is asked for"
+        );
+    }
     let model = read("model.rs");
     for lookup in [
         "pub fn get(&self, id: &ChildId)",
@@ -379,6 +386,27 @@ fn child_ids_are_typed() {
     ] {
         assert!(model.contains(typed), "the model lacks `{typed}`");
     }
+    // Where a child was spawned: the agent's session and the client's apart, in the spawn
+    // site and in the child.
+    for head in ["pub struct SpawnSite {", "pub struct Child {"] {
+        let fields = struct_fields(&model, head);
+        for typed in [
+            "pub agent_session: AgentSessionId,",
+            "pub parent: ClientSessionId,",
+            "pub top_session: ClientSessionId,",
+        ] {
+            assert!(
+                fields.iter().any(|f| f == typed),
+                "`{head}` lacks `{typed}`: {fields:?}"
+            );
+        }
+    }
+    // What the store files a child under is the client's session.
+    let persist = read("persist.rs");
+    assert!(
+        persist.contains("parent_session_id: ClientSessionId,"),
+        "the store's parent session id is untyped"
+    );
 }
 
 /// The children in memory have one owner, `Children`, whose fields are private: a child and

@@ -22,7 +22,7 @@ impl Engine {
         self.persist_state(cid, out);
         self.sync_child(cid, out);
         if let Some(card) = card {
-            self.emit(&parent, card, out);
+            self.emit(parent.as_str(), card, out);
         }
     }
 
@@ -58,7 +58,7 @@ impl Engine {
         child.mark_loaded();
         let parent = child.parent.clone();
         for update in updates {
-            self.emit(&parent, update, out);
+            self.emit(parent.as_str(), update, out);
         }
     }
 
@@ -92,7 +92,7 @@ impl Engine {
         self.persist_state(cid, out);
         self.sync_child(cid, out);
         if let Some(card) = card {
-            self.emit(&parent, card, out);
+            self.emit(parent.as_str(), card, out);
         }
         self.retire(cid);
     }
@@ -118,7 +118,7 @@ impl Engine {
             };
             let parent = child.parent.clone();
             for update in self.render.turn_ending(child, stop_reason.as_deref()) {
-                self.emit(&parent, update, out);
+                self.emit(parent.as_str(), update, out);
             }
         }
     }
@@ -142,7 +142,7 @@ impl Engine {
             };
             let parent = child.parent.clone();
             for update in standard.turn_ended(child) {
-                self.emit(&parent, update, out);
+                self.emit(parent.as_str(), update, out);
             }
         }
     }

@@ -126,16 +126,17 @@ impl Engine {
         }
         // Shown cancelled only once the agent confirms or the parent's turn ends.
         child.ask_cancel();
+        // The agent session to cancel.
         let target = match (&child.agent_child, child.stop_route()) {
-            (Some(agent_child), StopRoute::Direct) => Some(agent_child.to_string()),
+            (Some(agent_child), StopRoute::Direct) => Some(agent_child.clone()),
             _ => match self.cfg.zed.child_cancel {
-                ChildCancel::Parent => Some(child.top_session.clone()),
+                ChildCancel::Parent => Some(child.top_session.top_level_on_agent()),
                 ChildCancel::Ignore => None,
             },
         };
         match target {
             Some(session) => {
-                out.push(Action::ToAgent(write::notification("session/cancel", &json!({"sessionId": session}))));
+                out.push(Action::ToAgent(write::notification("session/cancel", &json!({"sessionId": session.as_str()}))));
             }
             None => self.note(
                 out,
@@ -191,16 +192,18 @@ pub(in crate::engine) fn restore_child(reg: &mut Children, stored: StoredChild) 
     }
     let agent_child = ids::agent_child_of_spawn(&stored.spawn_tool_call_id)
         .map(|a| AgentSessionId::new(a.to_owned()));
-    let (parent_agent_session, top_session) = match reg.by_session_id(&stored.parent_session_id) {
-        Some(p) => (p.agent_session.clone(), p.top_session.clone()),
-        None => (
-            stored.parent_session_id.clone(),
-            stored.parent_session_id.clone(),
-        ),
-    };
+    let (parent_agent_session, top_session) =
+        match reg.by_session_id(stored.parent_session_id.as_str()) {
+            Some(p) => (p.agent_session.clone(), p.top_session.clone()),
+            // Not in memory: a top-level session, the same on both sides.
+            None => (
+                stored.parent_session_id.top_level_on_agent(),
+                stored.parent_session_id.clone(),
+            ),
+        };
     let agent_session = agent_child
         .as_ref()
-        .map_or(parent_agent_session, ToString::to_string);
+        .map_or(parent_agent_session, AgentSessionId::clone);
     // Rows from before the store kept it: what a restored card said then.
     let tool_name = stored.tool_name.unwrap_or_else(|| {
         if agent_child.is_some() {

@@ -392,10 +392,10 @@ impl Engine {
     fn card_in(&self, cid: &ChildId, target: &str) -> Option<ChildId> {
         let mut cur = self.reg.get(cid)?;
         for _ in 0..64 {
-            if cur.parent == target {
+            if cur.parent.as_str() == target {
                 return Some(cur.id.clone());
             }
-            cur = self.reg.by_session_id(&cur.parent)?;
+            cur = self.reg.by_session_id(cur.parent.as_str())?;
         }
         None
     }

@@ -401,14 +401,15 @@ pub fn draft_to_standard(parent: &str, update: &Value) -> Option<(String, Vec<(S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::subagents::ids::{AgentSessionId, ClientSessionId};
     use crate::subagents::model::SpawnSite;
     use std::sync::Arc;
 
     fn child() -> Child {
         let site = SpawnSite {
-            agent_session: "p".into(),
-            parent: "p".into(),
-            top_session: "p".into(),
+            agent_session: AgentSessionId::new("p".into()),
+            parent: ClientSessionId::new("p".into()),
+            top_session: ClientSessionId::new("p".into()),
             spawn_id: "t1".into(),
         };
         let mut c = Child::new(

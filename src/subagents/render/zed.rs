@@ -241,7 +241,7 @@ impl Render for Zed {
         } else {
             // The common case, once per step of every child: the card's new title goes
             // straight to the client, written without building a tree first.
-            CardChange::Line(progress_notification(&child.parent, child, &title))
+            CardChange::Line(progress_notification(child.parent.as_str(), child, &title))
         })
     }
 }
@@ -252,9 +252,9 @@ mod tests {
 
     fn child() -> Child {
         let site = SpawnSite {
-            agent_session: "p".into(),
-            parent: "p".into(),
-            top_session: "p".into(),
+            agent_session: AgentSessionId::new("p".into()),
+            parent: ClientSessionId::new("p".into()),
+            top_session: ClientSessionId::new("p".into()),
             spawn_id: "t1".into(),
         };
         let mut c = Child::new(
@@ -266,7 +266,7 @@ mod tests {
         c
     }
 
-    use crate::subagents::ids::ChildId;
+    use crate::subagents::ids::{AgentSessionId, ChildId, ClientSessionId};
     use crate::subagents::model::SpawnSite;
     use crate::wire::write::session_update;
 
