@@ -130,8 +130,10 @@ pub struct Child {
     /// The top-level session (one the client created or loaded) this child belongs to.
     pub top_session: ClientSessionId,
     pub spawn_id: String,
-    /// The agent's own session id for this child (standard ACP subagents).
-    pub agent_child: Option<AgentSessionId>,
+    /// The agent's own session id for this child (standard ACP subagents); set only with
+    /// `agent_session` ([`Child::own_agent_session`]), before the child goes into the registry,
+    /// which indexes it.
+    agent_child: Option<AgentSessionId>,
     /// The agent's name for the spawning tool.
     pub tool_name: String,
     /// The preset that claimed the spawn: the child's later signals are read through it
@@ -214,6 +216,19 @@ impl Child {
             bytes: 0,
             fold: None,
         }
+    }
+
+    /// The agent's own session id for this child (standard ACP subagents).
+    pub fn agent_child(&self) -> Option<&AgentSessionId> {
+        self.agent_child.as_ref()
+    }
+
+    /// The child has a session of its own on the agent's side (a standard ACP subagent): its
+    /// events arrive there. Called before the child goes into the registry
+    /// ([`Children::insert`] indexes it).
+    pub fn own_agent_session(&mut self, id: AgentSessionId) {
+        self.agent_child = Some(id.clone());
+        self.agent_session = id;
     }
 
     // The lifecycle: read.

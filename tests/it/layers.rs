@@ -381,7 +381,7 @@ fn child_ids_are_typed() {
     }
     // The agent's own session id for a child is typed beside it.
     for typed in [
-        "pub agent_child: Option<AgentSessionId>,",
+        "agent_child: Option<AgentSessionId>,",
         "by_agent_child: HashMap<AgentSessionId, ChildId>,",
     ] {
         assert!(model.contains(typed), "the model lacks `{typed}`");

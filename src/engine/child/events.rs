@@ -183,7 +183,7 @@ impl Engine {
                 .as_deref()
                 .is_some_and(|t| !child.entries.knows_tool(t));
         let entries_before = child.entries.count();
-        let standard = child.agent_child.is_some();
+        let standard = child.agent_child().is_some();
         // Cloned only on the less common paths below: most events need no parent id.
         let flat_parent = (self.cfg.zed.live_child_events == LiveChildEvents::Flat && !replay_skip)
             .then(|| child.parent.clone());

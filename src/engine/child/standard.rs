@@ -90,9 +90,7 @@ impl Engine {
                         c
                     }
                 };
-                let agent_id = AgentSessionId::new(agent_child.clone());
-                child.agent_child = Some(agent_id.clone());
-                child.agent_session = agent_id;
+                child.own_agent_session(AgentSessionId::new(agent_child.clone()));
                 // What the announcement lacks, as the agent's preset reads it (Codex: a short
                 // title and the task, from `description`).
                 let announce = self.detector.announce(&update);

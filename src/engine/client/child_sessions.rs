@@ -127,7 +127,7 @@ impl Engine {
         // Shown cancelled only once the agent confirms or the parent's turn ends.
         child.ask_cancel();
         // The agent session to cancel.
-        let target = match (&child.agent_child, child.stop_route()) {
+        let target = match (child.agent_child(), child.stop_route()) {
             (Some(agent_child), StopRoute::Direct) => Some(agent_child.clone()),
             _ => match self.cfg.zed.child_cancel {
                 ChildCancel::Parent => Some(child.top_session.top_level_on_agent()),
@@ -201,9 +201,6 @@ pub(in crate::engine) fn restore_child(reg: &mut Children, stored: StoredChild) 
                 stored.parent_session_id.clone(),
             ),
         };
-    let agent_session = agent_child
-        .as_ref()
-        .map_or(parent_agent_session, AgentSessionId::clone);
     // Rows from before the store kept it: what a restored card said then.
     let tool_name = stored.tool_name.unwrap_or_else(|| {
         if agent_child.is_some() {
@@ -214,13 +211,16 @@ pub(in crate::engine) fn restore_child(reg: &mut Children, stored: StoredChild) 
         .to_owned()
     });
     let site = SpawnSite {
-        agent_session,
+        agent_session: parent_agent_session,
         parent: stored.parent_session_id,
         top_session,
         spawn_id: stored.spawn_tool_call_id,
     };
     let mut child = Child::new(stored.child_id, site, tool_name);
-    child.agent_child = agent_child;
+    // A standard child's events arrive on its own session.
+    if let Some(own) = agent_child {
+        child.own_agent_session(own);
+    }
     child.title = stored.title.unwrap_or_default();
     child.restore_state(stored.state);
     if !stored.updates.is_empty() {

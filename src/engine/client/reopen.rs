@@ -114,7 +114,7 @@ impl Engine {
             .reg
             .in_top_session(session)
             .filter(|c| c.parent.as_str() == session)
-            .filter(|c| c.agent_child.is_some() || !agent_replays_spawns)
+            .filter(|c| c.agent_child().is_some() || !agent_replays_spawns)
             .filter(|c| !self.reopen.cards_shown.contains(&c.id))
             .collect();
         missing.sort_by(|a, b| a.spawn_id.cmp(&b.spawn_id));
@@ -123,7 +123,7 @@ impl Engine {
             let Some(c) = self.reg.get(&cid) else {
                 continue;
             };
-            if c.agent_child.is_none() {
+            if c.agent_child().is_none() {
                 // A flavour that shows a legacy child's work opens its card with it.
                 let work = self.render.unreplayed(c);
                 if !work.is_empty() {
@@ -174,7 +174,7 @@ impl Engine {
     pub(in crate::engine) fn replayed_spawn(&mut self, cid: &ChildId) -> Vec<Value> {
         let first = self.reg.get(cid).is_some_and(|c| {
             c.history_known()
-                && c.agent_child.is_none()
+                && c.agent_child().is_none()
                 && self.reopen.replaying(c.top_session.as_str())
         }) && self.reopen.show_card(cid);
         if first {

@@ -168,7 +168,7 @@ impl Engine {
         }
         let mut candidates = self.reg.iter().filter(|c| {
             c.agent_session.as_str() == session
-                && c.agent_child.is_none()
+                && c.agent_child().is_none()
                 && !self.bindings.bound.contains(&c.id)
                 && c.preset
                     .is_some_and(|p| self.detector.marks_child_events(p))

@@ -170,7 +170,7 @@ impl Acp {
         title: Option<&str>,
     ) -> Option<Value> {
         let status = status?;
-        if child.agent_child.is_some() {
+        if child.agent_child().is_some() {
             return None;
         }
         let mut upd = card_base(child, Some(status), title);
