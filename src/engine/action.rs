@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 
-use crate::subagents::ids::ChildId;
+use crate::subagents::ids::{ChildId, ClientSessionId};
 use crate::subagents::persist::StoreOp;
 use crate::subagents::records::RecordWatch;
 
@@ -27,7 +27,7 @@ pub enum Action {
     Store(StoreOp),
     /// Look up every stored child of this parent session and hand them to
     /// [`Engine::restore`](super::Engine::restore) before carrying out the next action.
-    FetchChildren { parent_session_id: String },
+    FetchChildren { parent_session_id: ClientSessionId },
     /// Look up one stored child and hand it to [`Engine::child_fetched`](super::Engine::child_fetched) with this request.
     FetchChild { child_id: ChildId, request: Bytes },
     /// Follow the agent's record of a background child on disk (read-only, off the relay

@@ -467,12 +467,13 @@ impl Engine {
             client::child_sessions::restore_child(&mut self.reg, stored);
             let reopen = &self.reopen;
             if let Some(child) = self.reg.get_mut(&id) {
-                child.history = if reopen.replaying(&child.top_session) && !child.thread.is_empty()
-                {
-                    History::Known
-                } else {
-                    History::Live
-                };
+                child.set_history(
+                    if reopen.replaying(child.top_session.as_str()) && !child.thread.is_empty() {
+                        History::Known
+                    } else {
+                        History::Live
+                    },
+                );
             }
         }
     }

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::tool_order::ToolFrame;
 use super::{Action, Engine, Mode, NoteLevel};
+use crate::subagents::ids::{AgentSessionId, ClientSessionId};
 use crate::subagents::model::SpawnSite;
 use crate::subagents::preset::detect::{Detector, Spawn};
 use crate::wire::keys::{self, Found};
@@ -315,9 +316,9 @@ impl Engine {
             if self.spawn_allowed(sid, sid, t, out) {
                 // A spawn on a top-level session: the card lives in that session.
                 let site = SpawnSite {
-                    agent_session: sid.to_owned(),
-                    parent: sid.to_owned(),
-                    top_session: sid.to_owned(),
+                    agent_session: AgentSessionId::new(sid.to_owned()),
+                    parent: ClientSessionId::new(sid.to_owned()),
+                    top_session: ClientSessionId::new(sid.to_owned()),
                     spawn_id: t.to_owned(),
                 };
                 self.new_spawn(site, spawn.tool_name, spawn.preset, update, out);

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
-use crate::subagents::ids::ChildId;
+use crate::subagents::ids::{ChildId, ClientSessionId};
 
 pub use settings::{
     default_path, StoreConfig, StoreLocation, DEFAULT_MAX_AGE, DEFAULT_MAX_BYTES, DEFAULT_QUEUE_OPS,
@@ -447,7 +447,10 @@ impl Store {
     }
 
     /// Every stored child of a parent session, oldest first, with their transcripts.
-    pub fn children_of(&self, parent_session_id: &str) -> Result<Vec<StoredChild>, StoreError> {
+    pub fn children_of(
+        &self,
+        parent_session_id: &ClientSessionId,
+    ) -> Result<Vec<StoredChild>, StoreError> {
         let location = self.inner.shared.location_text();
         let logs = self.inner.shared.logs.as_ref();
         self.read(|conn| {
@@ -463,7 +466,7 @@ impl Store {
                     )
                     .map_err(read_err)?;
                 let rows = stmt
-                    .query_map([parent_session_id], |r| r.get::<_, String>(0))
+                    .query_map([parent_session_id.as_str()], |r| r.get::<_, String>(0))
                     .map_err(read_err)?;
                 rows.collect::<Result<Vec<_>, _>>().map_err(read_err)?
             };
@@ -678,7 +681,7 @@ fn load_child(
     }
     Ok(Some(StoredChild {
         child_id: ChildId::known(child_id.to_owned()),
-        parent_session_id: parent,
+        parent_session_id: ClientSessionId::new(parent),
         spawn_tool_call_id: spawn,
         agent,
         cwd,

@@ -28,7 +28,7 @@ fn upsert(child: &str, parent: &str, title: Option<&str>, state: &str) -> StoreO
     let state = ChildState::from_stored(state).expect("a child state");
     StoreOp::UpsertChild {
         child_id: ChildId::known(child.into()),
-        parent_session_id: parent.into(),
+        parent_session_id: ClientSessionId::new(parent.into()),
         spawn_tool_call_id: format!("call-{child}"),
         agent: "demo".into(),
         cwd: Some("/work".into()),
@@ -80,7 +80,7 @@ fn round_trip(store: &Store) {
     let before = unix_now();
     let child = store.child("c1").expect("read").expect("stored");
     assert_eq!(child.child_id.as_str(), "c1");
-    assert_eq!(child.parent_session_id, "p1");
+    assert_eq!(child.parent_session_id.as_str(), "p1");
     assert_eq!(child.spawn_tool_call_id, "call-c1");
     assert_eq!(child.agent, "demo");
     assert_eq!(child.cwd.as_deref(), Some("/work"));
@@ -95,8 +95,16 @@ fn round_trip(store: &Store) {
         child.updated_at
     );
     assert_eq!(store.child("nope").expect("read"), None);
-    assert_eq!(store.children_of("p1").expect("read"), vec![child]);
-    assert!(store.children_of("p2").expect("read").is_empty());
+    assert_eq!(
+        store
+            .children_of(&ClientSessionId::new("p1".into()))
+            .expect("read"),
+        vec![child]
+    );
+    assert!(store
+        .children_of(&ClientSessionId::new("p2".into()))
+        .expect("read")
+        .is_empty());
 }
 
 #[test]
@@ -240,7 +248,9 @@ fn order_is_kept_across_many_batches_and_children() {
     }
     drop(store); // Dropping the last handle commits the queue.
     let store = Store::open(&file_cfg(&path)).expect("reopen");
-    let all = store.children_of("p").expect("read");
+    let all = store
+        .children_of(&ClientSessionId::new("p".into()))
+        .expect("read");
     assert_eq!(all.len(), 3);
     for child in all {
         let expected: Vec<String> = (0..600)
@@ -282,14 +292,14 @@ fn writes_before_upsert_land_in_a_placeholder_that_upsert_completes() {
     });
     store.flush().expect("flush");
     let placeholder = store.child("early").expect("read").expect("stored");
-    assert_eq!(placeholder.parent_session_id, "");
+    assert_eq!(placeholder.parent_session_id.as_str(), "");
     assert_eq!(placeholder.state.as_str(), "running");
     assert_eq!(placeholder.updates, ["{}"]);
     store.submit(upsert("early", "p", Some("Task"), "running"));
     // Upserting again without cwd/title keeps the stored ones.
     store.submit(StoreOp::UpsertChild {
         child_id: ChildId::known("early".into()),
-        parent_session_id: "p".into(),
+        parent_session_id: ClientSessionId::new("p".into()),
         spawn_tool_call_id: "call-early".into(),
         agent: "demo".into(),
         cwd: None,
@@ -299,7 +309,7 @@ fn writes_before_upsert_land_in_a_placeholder_that_upsert_completes() {
     });
     store.flush().expect("flush");
     let child = store.child("early").expect("read").expect("stored");
-    assert_eq!(child.parent_session_id, "p");
+    assert_eq!(child.parent_session_id.as_str(), "p");
     assert_eq!(child.title.as_deref(), Some("Task"));
     assert_eq!(
         child.tool_name.as_deref(),
@@ -319,7 +329,7 @@ fn children_of_lists_only_that_parent() {
     }
     store.flush().expect("flush");
     let ids: Vec<String> = store
-        .children_of("p")
+        .children_of(&ClientSessionId::new("p".into()))
         .expect("read")
         .into_iter()
         .map(|c| c.child_id.to_string())
@@ -418,7 +428,9 @@ fn a_child_with_a_state_this_proxy_does_not_know_is_refused() {
         "{err}"
     );
     assert!(err.to_string().contains("`paused`"), "{err}");
-    assert!(store.children_of("p1").is_err());
+    assert!(store
+        .children_of(&ClientSessionId::new("p1".into()))
+        .is_err());
 }
 
 #[test]

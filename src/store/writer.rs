@@ -535,7 +535,7 @@ fn apply(conn: &Connection, op: &StoreOp, now: i64) -> Result<(), BatchError> {
             )?
             .execute(params![
                 child_id.as_str(),
-                parent_session_id,
+                parent_session_id.as_str(),
                 spawn_tool_call_id,
                 agent,
                 cwd,

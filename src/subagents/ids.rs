@@ -62,9 +62,10 @@ impl fmt::Display for ChildId {
     }
 }
 
-/// A session id the agent gave to a child of its own (standard ACP subagents: the child's
-/// session on the agent's side). It never names a child the proxy made ([`ChildId`]); the
-/// client never sees it. Looked up by its text where the wire names it (`Borrow<str>`).
+/// A session id on the agent's side: the session a child's events arrive on (the top-level
+/// session for legacy wires), or the session the agent gave to a child of its own (standard
+/// ACP subagents, which the client never sees). It never names a child the proxy made
+/// ([`ChildId`]). Looked up by its text where the wire names it (`Borrow<str>`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct AgentSessionId(String);
 
@@ -86,6 +87,49 @@ impl Borrow<str> for AgentSessionId {
 }
 
 impl fmt::Display for AgentSessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A session id as the client knows it: a top-level session (one the client created or
+/// loaded) or a child the proxy made, as the session whose thread holds a spawn card. It is
+/// what the store files children under and what updates for the client are sent to; an
+/// agent's session id ([`AgentSessionId`]) cannot be passed where one is asked for. Looked up
+/// by its text where the wire names it (`Borrow<str>`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(transparent)]
+pub struct ClientSessionId(String);
+
+impl ClientSessionId {
+    /// The id as the client (or, for a top-level session, the agent) sent it.
+    pub fn new(id: String) -> ClientSessionId {
+        ClientSessionId(id)
+    }
+
+    /// A child the proxy made, as the session that holds its own children's cards.
+    pub fn of_child(id: &ChildId) -> ClientSessionId {
+        ClientSessionId(id.0.clone())
+    }
+
+    /// The same session on the agent's side: a top-level session has one id on both sides
+    /// (the proxy renames none); a child's id names no session of the agent's.
+    pub fn top_level_on_agent(&self) -> AgentSessionId {
+        AgentSessionId(self.0.clone())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Borrow<str> for ClientSessionId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ClientSessionId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }

@@ -10,64 +10,15 @@ use super::pair::{Pair, PairMap, PairRef};
 use serde_json::Value;
 
 use super::entries::{key_field, EntryCounter, EntryRules};
-use super::ids::{AgentSessionId, ChildId};
+use super::ids::{AgentSessionId, ChildId, ClientSessionId};
+use super::life::Life;
+pub use super::life::{Card, ChildState};
 use super::preset::detect::PresetId;
 use super::preset::transcript::fold::Fold;
 
 /// The tool name given to spawn cards the proxy synthesizes (Zed's own name for subagent
 /// spawns).
 pub const SYNTHETIC_TOOL_NAME: &str = "spawn_agent";
-
-/// Lifecycle of a child: announced → running → completed / failed / cancelled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChildState {
-    Announced,
-    Running,
-    Completed,
-    Failed,
-    Cancelled,
-}
-
-impl ChildState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ChildState::Announced => "announced",
-            ChildState::Running => "running",
-            ChildState::Completed => "completed",
-            ChildState::Failed => "failed",
-            ChildState::Cancelled => "cancelled",
-        }
-    }
-
-    /// The state written as [`ChildState::as_str`]; `None` for anything else.
-    pub fn from_stored(s: &str) -> Option<ChildState> {
-        match s {
-            "announced" => Some(ChildState::Announced),
-            "running" => Some(ChildState::Running),
-            "completed" => Some(ChildState::Completed),
-            "failed" => Some(ChildState::Failed),
-            "cancelled" => Some(ChildState::Cancelled),
-            _ => None,
-        }
-    }
-
-    pub fn is_final(self) -> bool {
-        matches!(
-            self,
-            ChildState::Completed | ChildState::Failed | ChildState::Cancelled
-        )
-    }
-
-    /// The tool call status a client shows for a child in this state.
-    pub fn card_status(self) -> &'static str {
-        match self {
-            ChildState::Announced => "pending",
-            ChildState::Running => "in_progress",
-            ChildState::Completed => "completed",
-            ChildState::Failed | ChildState::Cancelled => "failed",
-        }
-    }
-}
 
 /// The entry indices of one turn of a child (`end` inclusive; `None` while the turn runs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,27 +32,13 @@ pub struct TurnRange {
 pub struct SpawnSite {
     /// The agent session the child's events arrive on: the top-level session for legacy
     /// wires, the child's own agent session for standard ACP.
-    pub agent_session: String,
+    pub agent_session: AgentSessionId,
     /// Client-facing id of the session whose thread holds the spawn card.
-    pub parent: String,
+    pub parent: ClientSessionId,
     /// The top-level session (one the client created or loaded) the child belongs to.
-    pub top_session: String,
+    pub top_session: ClientSessionId,
     /// The spawn's tool call id (synthesized for standard ACP children).
     pub spawn_id: String,
-}
-
-/// What the child's spawn card shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Card {
-    /// Open, titled with the task.
-    #[default]
-    Open,
-    /// Open, titled with the child's latest step (live progress); the task title comes back
-    /// when the card gets its final status.
-    Progress,
-    /// The card has its final status. A background child may still add to its thread (the
-    /// card's range grows), and a continued child opens it again.
-    Final,
 }
 
 /// Live progress: the child's steps (tool calls) so far and the latest one's title, kept
@@ -114,7 +51,7 @@ pub struct Progress {
 
 /// Whether the client has the child's thread open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum View {
+enum View {
     /// Not loaded: the child's events are recorded, and shown once the client loads it.
     #[default]
     Closed,
@@ -134,18 +71,9 @@ pub enum StopRoute {
     Direct,
 }
 
-/// Whether the client asked to stop the child. A child is shown cancelled only once the
-/// agent confirms or the parent's turn ends, never on the request alone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Cancel {
-    #[default]
-    NotAsked,
-    Asked,
-}
-
 /// Whether the child's thread starts with its task prompt yet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Prompt {
+enum Prompt {
     #[default]
     Awaited,
     Recorded,
@@ -183,20 +111,29 @@ pub enum Tracking {
 }
 
 /// A child session the proxy serves to the client.
+///
+/// Its life and its card are one value, [`Life`], changed only by the transitions below.
+/// Beside it, private as well, the dimensions a child's life does not decide: how it runs
+/// beside its spawn tool call (a background child stays one through its end and a
+/// continuation), whether the client has its thread loaded, how a Stop reaches the agent,
+/// whether its thread has its task yet, whether a reopen's replay brings anything new, and
+/// whether it is modelled at all. Renderers read a child; only the engine writes one.
 #[derive(Debug, Clone)]
 pub struct Child {
     /// Client-facing id, derived from (parent, spawn).
     pub id: ChildId,
     /// Client-facing id of the session whose thread holds the spawn card.
-    pub parent: String,
+    pub parent: ClientSessionId,
     /// The agent session the child's events arrive on: the top-level session for legacy
     /// wires, the child's own agent session for standard ACP (see `agent_child`).
-    pub agent_session: String,
+    pub agent_session: AgentSessionId,
     /// The top-level session (one the client created or loaded) this child belongs to.
-    pub top_session: String,
+    pub top_session: ClientSessionId,
     pub spawn_id: String,
-    /// The agent's own session id for this child (standard ACP subagents).
-    pub agent_child: Option<AgentSessionId>,
+    /// The agent's own session id for this child (standard ACP subagents); set only with
+    /// `agent_session` ([`Child::own_agent_session`]), before the child goes into the registry,
+    /// which indexes it.
+    agent_child: Option<AgentSessionId>,
     /// The agent's name for the spawning tool.
     pub tool_name: String,
     /// The preset that claimed the spawn: the child's later signals are read through it
@@ -206,23 +143,20 @@ pub struct Child {
     pub title: String,
     /// What else the preset knows of the task (the agent type, say); not stored.
     pub description: Option<String>,
-    /// Changed only by the transitions below.
-    state: ChildState,
+    /// Where the child is in its life and what its card shows.
+    life: Life,
     /// The child's updates in order, as the exact JSON the proxy replays.
     pub thread: Vec<Arc<str>>,
     pub entries: EntryCounter,
     pub turns: Vec<TurnRange>,
-    /// What the card shows; changed only by the transitions below.
-    card: Card,
-    pub progress: Progress,
-    pub view: View,
-    pub stop_route: StopRoute,
-    /// Changed only by [`Child::ask_cancel`] and [`Child::reopen_card`].
-    cancel: Cancel,
-    pub prompt: Prompt,
+    /// Live progress; counted by [`Child::show_step`].
+    progress: Progress,
+    view: View,
+    stop_route: StopRoute,
+    prompt: Prompt,
     /// Changed only by [`Child::run_in_background`].
     run: Run,
-    pub history: History,
+    history: History,
     /// Changed only by [`Child::pass_through`].
     tracking: Tracking,
     /// Message ids of standard `session_message`s already recorded (they arrive twice).
@@ -260,18 +194,16 @@ impl Child {
             preset: None,
             title: String::new(),
             description: None,
-            state: ChildState::Announced,
+            life: Life::announced(),
             thread: Vec::new(),
             entries: EntryCounter::default(),
             turns: vec![TurnRange {
                 start: 0,
                 end: None,
             }],
-            card: Card::Open,
             progress: Progress::default(),
             view: View::Closed,
             stop_route: StopRoute::ViaParent,
-            cancel: Cancel::NotAsked,
             prompt: Prompt::Awaited,
             run: Run::Foreground,
             history: History::Live,
@@ -286,104 +218,102 @@ impl Child {
         }
     }
 
-    /// Whether the spawn card has its final status.
-    pub fn card_is_final(&self) -> bool {
-        self.card == Card::Final
+    /// The agent's own session id for this child (standard ACP subagents).
+    pub fn agent_child(&self) -> Option<&AgentSessionId> {
+        self.agent_child.as_ref()
+    }
+
+    /// The child has a session of its own on the agent's side (a standard ACP subagent): its
+    /// events arrive there. Called before the child goes into the registry
+    /// ([`Children::insert`] indexes it).
+    pub fn own_agent_session(&mut self, id: AgentSessionId) {
+        self.agent_child = Some(id.clone());
+        self.agent_session = id;
+    }
+
+    // The lifecycle: read.
+
+    /// Where the child is in its life.
+    pub fn state(&self) -> ChildState {
+        self.life.state()
     }
 
     /// What the spawn card shows.
     pub fn card(&self) -> Card {
-        self.card
+        self.life.card()
     }
 
-    /// Where the child is in its life.
-    pub fn state(&self) -> ChildState {
-        self.state
+    /// Whether the spawn card has its final status.
+    pub fn card_is_final(&self) -> bool {
+        self.card() == Card::Final
     }
 
-    /// How the child runs beside its spawn tool call.
-    pub fn run(&self) -> Run {
-        self.run
+    /// Whether the client asked to stop the child (only an open card holds the request).
+    pub fn cancel_asked(&self) -> bool {
+        self.life.cancel_asked()
     }
 
-    /// The child's work started (or goes on): it is running.
+    // The lifecycle: transitions.
+
+    /// The child's work started (or goes on): it is running, its card as it was.
     pub fn start(&mut self) {
-        self.state = ChildState::Running;
+        self.life.start();
     }
 
     /// The child ended in `state` after its card already had its final status (a card the
     /// agent completed at the launch): only its state is left to settle.
     pub fn settle(&mut self, state: ChildState) {
-        self.state = state;
+        self.life.settle(state);
     }
 
-    /// The child runs on after its spawn tool call completed (a background agent).
-    pub fn run_in_background(&mut self) {
-        self.run = Run::Background;
-    }
-
-    /// The card shows the child's live progress (its steps so far) as its title.
+    /// The card shows the child's live progress (its steps so far) as its title, if it is
+    /// open.
     pub fn show_progress(&mut self) {
-        self.card = Card::Progress;
+        self.life.show_progress();
     }
 
     /// A child brought back from the store in `state`: a final state means the card was final
     /// when it was stored.
     pub fn restore_state(&mut self, state: ChildState) {
-        self.state = state;
-        if state.is_final() {
-            self.card = Card::Final;
-        }
+        self.life = Life::restored(state);
     }
 
     /// The client asked to stop the child: it is shown cancelled only once the agent confirms
     /// or the parent's turn ends.
     pub fn ask_cancel(&mut self) {
-        self.cancel = Cancel::Asked;
+        self.life.ask_cancel();
     }
 
-    /// The child went over a limit: from now on its events pass through to the parent
-    /// unmodelled.
-    pub fn pass_through(&mut self) {
-        self.tracking = Tracking::PassThrough;
-    }
-
-    /// Live progress: one more step, titled `activity`; the card now shows it.
+    /// Live progress: one more step, titled `activity`; an open card now shows it.
     pub fn show_step(&mut self, activity: Option<String>) {
         self.progress.steps += 1;
         self.progress.activity = activity;
-        self.card = Card::Progress;
+        self.life.show_progress();
     }
 
-    /// The child's turn ended in `state`: its range closes and the card is final. Returns
-    /// whether the card showed live progress (its title must be the task's again).
+    /// The child's turn ended with its card, the child in `state` (running on if it is not
+    /// final): its range closes and the card is final. Returns whether the card showed live
+    /// progress (its title must be the task's again).
     pub fn finish_card(&mut self, state: ChildState) -> bool {
         self.end_turn();
-        self.state = state;
-        std::mem::replace(&mut self.card, Card::Final) == Card::Progress
+        self.life.finish(state)
     }
 
-    /// A finished child got new work (a continued subagent): a new turn in an open card.
-    /// Returns false if the card was still open.
+    /// A child whose card is final got new work (a continued subagent): a new turn in an open
+    /// card, no cancel asked. Returns false if the card was still open.
     pub fn reopen_card(&mut self) -> bool {
-        if !self.card_is_final() {
+        if !self.life.reopen() {
             return false;
         }
-        self.card = Card::Open;
-        self.cancel = Cancel::NotAsked;
-        self.state = ChildState::Running;
         self.start_turn();
         true
     }
 
-    /// Whether the client asked to stop the child.
-    pub fn cancel_asked(&self) -> bool {
-        self.cancel == Cancel::Asked
-    }
+    // Beside the lifecycle.
 
-    /// Whether the client has the child's thread open.
-    pub fn is_loaded(&self) -> bool {
-        self.view == View::Loaded
+    /// How the child runs beside its spawn tool call.
+    pub fn run(&self) -> Run {
+        self.run
     }
 
     /// Whether the child runs on after its spawn tool call completed.
@@ -391,14 +321,76 @@ impl Child {
         self.run == Run::Background
     }
 
+    /// The child runs on after its spawn tool call completed (a background agent); it stays
+    /// one.
+    pub fn run_in_background(&mut self) {
+        self.run = Run::Background;
+    }
+
+    /// Live progress so far.
+    pub fn progress(&self) -> &Progress {
+        &self.progress
+    }
+
+    /// The latest step's title as the agent reports it on the spawn card (not a new step).
+    pub fn note_activity(&mut self, activity: String) {
+        self.progress.activity = Some(activity);
+    }
+
+    /// Whether the client has the child's thread open.
+    pub fn is_loaded(&self) -> bool {
+        self.view == View::Loaded
+    }
+
+    /// The client loaded (or resumed) the child's thread: live updates go to it.
+    pub fn mark_loaded(&mut self) {
+        self.view = View::Loaded;
+    }
+
+    /// The client closed the child's thread.
+    pub fn mark_closed(&mut self) {
+        self.view = View::Closed;
+    }
+
+    /// How the client's Stop on the child reaches the agent.
+    pub fn stop_route(&self) -> StopRoute {
+        self.stop_route
+    }
+
+    /// The agent announced it can cancel this child on its own.
+    pub fn stop_directly(&mut self) {
+        self.stop_route = StopRoute::Direct;
+    }
+
+    /// Whether the child's thread still waits for its task prompt.
+    pub fn prompt_awaited(&self) -> bool {
+        self.prompt == Prompt::Awaited
+    }
+
+    /// The child's thread has its task prompt (or needs none recorded any more).
+    pub fn mark_prompt_recorded(&mut self) {
+        self.prompt = Prompt::Recorded;
+    }
+
     /// Whether a replay of the parent brings nothing new for this child.
     pub fn history_known(&self) -> bool {
         self.history == History::Known
     }
 
+    /// Whether what a replay of the parent brings for this child is new or already recorded.
+    pub fn set_history(&mut self, history: History) {
+        self.history = history;
+    }
+
     /// Whether the child's events pass through unmodelled (it went over a limit).
     pub fn passes_through(&self) -> bool {
         self.tracking == Tracking::PassThrough
+    }
+
+    /// The child went over a limit: from now on its events pass through to the parent
+    /// unmodelled.
+    pub fn pass_through(&mut self) {
+        self.tracking = Tracking::PassThrough;
     }
 
     /// The turn the card shows now (the last one).
@@ -411,7 +403,7 @@ impl Child {
 
     /// A legacy child (no session of its own) that may still produce events.
     pub fn is_open_legacy(&self) -> bool {
-        self.agent_child.is_none() && (!self.state.is_final() || self.is_background())
+        self.agent_child.is_none() && (!self.state().is_final() || self.is_background())
     }
 
     /// Record one update by its kind and its [`key_field`] (what the entry rules read) and
@@ -497,7 +489,7 @@ impl Children {
     pub fn insert(&mut self, mut child: Child) {
         child.use_entry_rules(self.entry_rules);
         self.tool_ids.insert(child.spawn_id.clone());
-        let key = Pair::new(&child.agent_session, &child.spawn_id);
+        let key = Pair::new(child.agent_session.as_str(), &child.spawn_id);
         self.note_key(&child.id, key.clone());
         self.by_spawn.insert(key, child.id.clone());
         if let Some(agent_child) = &child.agent_child {
@@ -549,7 +541,7 @@ impl Children {
     pub fn in_top_session<'a>(&'a self, top_session: &'a str) -> impl Iterator<Item = &'a Child> {
         self.children
             .values()
-            .filter(move |c| c.top_session == top_session)
+            .filter(move |c| c.top_session.as_str() == top_session)
     }
 
     /// The ids of the children of a top-level session that `pick` chooses, in the order of
@@ -573,7 +565,7 @@ impl Children {
     pub fn has_unfinished_child_of(&self, parent: &ChildId) -> bool {
         self.children
             .values()
-            .any(|c| c.parent == parent.as_str() && !c.state.is_final())
+            .any(|c| c.parent.as_str() == parent.as_str() && !c.state().is_final())
     }
 
     /// Take a child out to rebuild it: its lookups stay and lead to it again once it is
@@ -634,7 +626,7 @@ impl Children {
     pub fn has_open_legacy_child(&self, session: &str) -> bool {
         self.children
             .values()
-            .any(|c| c.top_session == session && c.is_open_legacy())
+            .any(|c| c.top_session.as_str() == session && c.is_open_legacy())
     }
 
     /// The running legacy children spawned on `agent_session` (no session of their own, not
@@ -644,7 +636,9 @@ impl Children {
         agent_session: &'a str,
     ) -> impl Iterator<Item = &'a Child> {
         self.children.values().filter(move |c| {
-            c.agent_session == agent_session && c.agent_child.is_none() && !c.state.is_final()
+            c.agent_session.as_str() == agent_session
+                && c.agent_child.is_none()
+                && !c.state().is_final()
         })
     }
 
@@ -657,7 +651,7 @@ impl Children {
             if depth > 1024 {
                 break;
             }
-            cur = &c.parent;
+            cur = c.parent.as_str();
         }
         depth
     }

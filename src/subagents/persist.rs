@@ -2,7 +2,7 @@
 //! plain data in the model's terms, so the engine stays free of I/O and the store
 //! (`crate::store`) implements these, not the other way round.
 
-use super::ids::ChildId;
+use super::ids::{ChildId, ClientSessionId};
 use super::model::{ChildState, TurnRange};
 
 /// One child session as stored.
@@ -10,7 +10,8 @@ use super::model::{ChildState, TurnRange};
 pub struct StoredChild {
     /// Deterministic id the proxy gave the child.
     pub child_id: ChildId,
-    pub parent_session_id: String,
+    /// The session whose thread holds the child's spawn card.
+    pub parent_session_id: ClientSessionId,
     pub spawn_tool_call_id: String,
     /// Agent identity (agentInfo name or command).
     pub agent: String,
@@ -39,7 +40,7 @@ pub enum StoreOp {
     /// keep the stored value.
     UpsertChild {
         child_id: ChildId,
-        parent_session_id: String,
+        parent_session_id: ClientSessionId,
         spawn_tool_call_id: String,
         agent: String,
         cwd: Option<String>,

@@ -258,6 +258,7 @@ fn read_at_most(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::subagents::ids::AgentSessionId;
     use crate::subagents::preset::spec::ChildRecord;
 
     fn wait_for(f: &RecordFollower) -> Vec<(String, Record)> {
@@ -290,7 +291,7 @@ mod tests {
         let mut f = RecordFollower::default();
         assert!(f.follow(RecordWatch {
             child: "child-1".into(),
-            session: "sess-1".into(),
+            session: AgentSessionId::new("sess-1".into()),
             agent_id: "a1".into(),
             task: None,
             format: ChildRecord::ClaudeCode,

@@ -348,8 +348,9 @@ fn the_standard_output_is_no_card_style() {
 
 /// A child's id is typed: `ChildId` does not stand in for a `&str` (no `Deref`), and the
 /// registry looks children up by `&ChildId`; a session id's text becomes one only through
-/// `Children::resolve` (or the store). The agent's session id of a child is an
-/// `AgentSessionId`.
+/// `Children::resolve` (or the store). A session on the agent's side is an `AgentSessionId`, one
+/// the client knows (a top-level session, or a child's as the parent of its children's cards)
+/// a `ClientSessionId`: the spawn site, the child and the store keep them apart.
 #[test]
 fn child_ids_are_typed() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/subagents");
@@ -359,10 +360,16 @@ fn child_ids_are_typed() {
         ids.contains("pub struct ChildId("),
         "the check found ChildId"
     );
-    assert!(
-        !ids.contains("Deref for ChildId"),
-        "ChildId derefs to its text: any string would do where a child id is asked for"
-    );
+    for id in ["ChildId", "AgentSessionId", "ClientSessionId"] {
+        assert!(
+            ids.contains(&format!("pub struct {id}(")),
+            "the check found {id}"
+        );
+        assert!(
+            !ids.contains(&format!("Deref for {id}")),
+            "{id} derefs to its text: any string would do where one is asked for"
+        );
+    }
     let model = read("model.rs");
     for lookup in [
         "pub fn get(&self, id: &ChildId)",
@@ -374,17 +381,39 @@ fn child_ids_are_typed() {
     }
     // The agent's own session id for a child is typed beside it.
     for typed in [
-        "pub agent_child: Option<AgentSessionId>,",
+        "agent_child: Option<AgentSessionId>,",
         "by_agent_child: HashMap<AgentSessionId, ChildId>,",
     ] {
         assert!(model.contains(typed), "the model lacks `{typed}`");
     }
+    // Where a child was spawned: the agent's session and the client's apart, in the spawn
+    // site and in the child.
+    for head in ["pub struct SpawnSite {", "pub struct Child {"] {
+        let fields = struct_fields(&model, head);
+        for typed in [
+            "pub agent_session: AgentSessionId,",
+            "pub parent: ClientSessionId,",
+            "pub top_session: ClientSessionId,",
+        ] {
+            assert!(
+                fields.iter().any(|f| f == typed),
+                "`{head}` lacks `{typed}`: {fields:?}"
+            );
+        }
+    }
+    // What the store files a child under is the client's session.
+    let persist = read("persist.rs");
+    assert!(
+        persist.contains("parent_session_id: ClientSessionId,"),
+        "the store's parent session id is untyped"
+    );
 }
 
 /// The children in memory have one owner, `Children`, whose fields are private: a child and
-/// the lookups that lead to it change together, through its methods. A child's lifecycle (its
-/// state, how it runs, its card, its cancel, whether it is modelled) changes only through the
-/// child's transitions.
+/// the lookups that lead to it change together, through its methods. A child's life and its
+/// card are one value (`Life`, with its cancel request) that changes only through the child's
+/// transitions; what lies beside it (how it runs, whether the client has it loaded, its stop
+/// route, its prompt, its history during a reopen, whether it is modelled) is private too.
 #[test]
 fn the_children_have_one_owner_and_cards_change_by_transitions() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/subagents/model.rs");
@@ -398,10 +427,13 @@ fn the_children_have_one_owner_and_cards_change_by_transitions() {
     assert!(public.is_empty(), "public fields of Children: {public:?}");
     let child = struct_fields(&model, "pub struct Child {");
     for private in [
-        "state: ChildState,",
+        "life: Life,",
+        "progress: Progress,",
+        "view: View,",
+        "stop_route: StopRoute,",
+        "prompt: Prompt,",
         "run: Run,",
-        "card: Card,",
-        "cancel: Cancel,",
+        "history: History,",
         "tracking: Tracking,",
     ] {
         assert!(
@@ -409,6 +441,26 @@ fn the_children_have_one_owner_and_cards_change_by_transitions() {
             "Child's `{private}` is not a private field: {child:?}"
         );
     }
+    // The life and the card are one value: no field of their own beside it.
+    for gone in ["ChildState", "Card", "Cancel"] {
+        assert!(
+            !child.iter().any(|f| f.ends_with(&format!(": {gone},"))),
+            "Child keeps a `{gone}` beside its life: {child:?}"
+        );
+    }
+    // The life's variants are private to its module: only its transitions change it.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/subagents/life.rs");
+    let life = code_only(&std::fs::read_to_string(path).expect("read the lifecycle"));
+    assert!(
+        life.contains("pub(super) enum Life {"),
+        "the check found the lifecycle"
+    );
+    let open = struct_fields(&life, "pub(super) struct Open {");
+    let public: Vec<&String> = open.iter().filter(|f| f.starts_with("pub")).collect();
+    assert!(
+        public.is_empty(),
+        "public fields of an open card: {public:?}"
+    );
 }
 
 /// The field lines of the struct declared by `head` in `code`.

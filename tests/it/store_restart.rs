@@ -327,7 +327,7 @@ fn child_thread_opens_after_the_proxy_restarts() {
             c.updates, expected,
             "stored transcript = task prompt + the agent's child events"
         );
-        assert_eq!(c.parent_session_id, S);
+        assert_eq!(c.parent_session_id.as_str(), S);
         assert_eq!(
             c.tool_name.as_deref(),
             Some("Agent"),

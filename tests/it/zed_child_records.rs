@@ -5,6 +5,7 @@
 //! `tests/fixtures/e2e/claude-agent-acp-0.49.0-*.dump.jsonl` and the record Claude Code wrote
 //! in the background run (`…-background.agent.jsonl`).
 
+use acp_proxy::subagents::ids::AgentSessionId;
 use acp_proxy::subagents::preset::spec::ChildRecord;
 use acp_proxy::subagents::records::{self, Record, RecordWatch};
 use serde_json::Value;
@@ -89,7 +90,7 @@ fn child_thread(h: &mut Harness, child: &str) -> Vec<String> {
 fn claude_watch(agent_id: &str) -> RecordWatch {
     RecordWatch {
         child: String::new(),
-        session: String::new(),
+        session: AgentSessionId::new(String::new()),
         agent_id: agent_id.to_owned(),
         task: None,
         format: ChildRecord::ClaudeCode,

@@ -915,7 +915,7 @@ fn the_parents_tool_call_updates_pass_byte_for_byte_while_a_child_runs_under(rul
 
 #[test]
 fn a_child_stored_under_the_old_id_prefix_still_reopens() {
-    use acp_proxy::subagents::ids::ChildId;
+    use acp_proxy::subagents::ids::{ChildId, ClientSessionId};
     use acp_proxy::subagents::model::{ChildState, TurnRange};
     use acp_proxy::subagents::persist::StoreOp;
     // A store written by a version that named children `acpx-sub-…`.
@@ -924,7 +924,7 @@ fn a_child_stored_under_the_old_id_prefix_still_reopens() {
     let store = StoreModel::default();
     store.apply(StoreOp::UpsertChild {
         child_id: ChildId::known(old.clone()),
-        parent_session_id: S.into(),
+        parent_session_id: ClientSessionId::new(S.into()),
         spawn_tool_call_id: "sp".into(),
         agent: "claude".into(),
         cwd: None,

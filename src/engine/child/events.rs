@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::engine::tool_order::ToolFrame;
 use crate::engine::{str_field, Action, Engine, LiveChildEvents};
-use crate::subagents::ids::ChildId;
+use crate::subagents::ids::{AgentSessionId, ChildId, ClientSessionId};
 use crate::subagents::model::{Child, ChildState, SpawnSite};
 use crate::subagents::render::{self, CardChange, Step};
 use crate::wire::keys::{self, Found};
@@ -56,10 +56,10 @@ impl Engine {
                         .get(cid)
                         .map(|c| c.top_session.clone())
                         .unwrap_or_default();
-                    if self.spawn_allowed(cid.as_str(), &top, t, out) {
+                    if self.spawn_allowed(cid.as_str(), top.as_str(), t, out) {
                         let site = SpawnSite {
-                            agent_session: agent_session.to_owned(),
-                            parent: cid.to_string(),
+                            agent_session: AgentSessionId::new(agent_session.to_owned()),
+                            parent: ClientSessionId::of_child(cid),
                             top_session: top,
                             spawn_id: t.clone(),
                         };
@@ -169,7 +169,7 @@ impl Engine {
         let replaying = self
             .reg
             .get(cid)
-            .is_some_and(|c| self.reopen.replaying(&c.top_session));
+            .is_some_and(|c| self.reopen.replaying(c.top_session.as_str()));
         self.record_announced_prompt(cid, out);
         let Some(child) = self.reg.get_mut(cid) else {
             return;
@@ -183,7 +183,7 @@ impl Engine {
                 .as_deref()
                 .is_some_and(|t| !child.entries.knows_tool(t));
         let entries_before = child.entries.count();
-        let standard = child.agent_child.is_some();
+        let standard = child.agent_child().is_some();
         // Cloned only on the less common paths below: most events need no parent id.
         let flat_parent = (self.cfg.zed.live_child_events == LiveChildEvents::Flat && !replay_skip)
             .then(|| child.parent.clone());
@@ -192,7 +192,7 @@ impl Engine {
         }
         if let Some(parent) = flat_parent {
             if standard {
-                let visible = self.visible_session(&parent);
+                let visible = self.visible_session(parent.as_str());
                 out.push(Action::ToClient(write::session_update_raw(&visible, &text)));
             } else {
                 out.push(Action::ToClient(frame));
@@ -204,7 +204,7 @@ impl Engine {
         let nested = self
             .reg
             .get(cid)
-            .is_some_and(|c| self.reg.is_child(&c.parent));
+            .is_some_and(|c| self.reg.is_child(c.parent.as_str()));
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::engine::{Action, Engine};
 use crate::subagents::ids::ChildId;
-use crate::subagents::model::{ChildState, View};
+use crate::subagents::model::ChildState;
 
 impl Engine {
     /// A finished child got new work (a continued subagent): open a new turn.
@@ -22,7 +22,7 @@ impl Engine {
         self.persist_state(cid, out);
         self.sync_child(cid, out);
         if let Some(card) = card {
-            self.emit(&parent, card, out);
+            self.emit(parent.as_str(), card, out);
         }
     }
 
@@ -55,10 +55,10 @@ impl Engine {
         if updates.is_empty() {
             return;
         }
-        child.view = View::Loaded;
+        child.mark_loaded();
         let parent = child.parent.clone();
         for update in updates {
-            self.emit(&parent, update, out);
+            self.emit(parent.as_str(), update, out);
         }
     }
 
@@ -92,7 +92,7 @@ impl Engine {
         self.persist_state(cid, out);
         self.sync_child(cid, out);
         if let Some(card) = card {
-            self.emit(&parent, card, out);
+            self.emit(parent.as_str(), card, out);
         }
         self.retire(cid);
     }
@@ -118,7 +118,7 @@ impl Engine {
             };
             let parent = child.parent.clone();
             for update in self.render.turn_ending(child, stop_reason.as_deref()) {
-                self.emit(&parent, update, out);
+                self.emit(parent.as_str(), update, out);
             }
         }
     }
@@ -142,7 +142,7 @@ impl Engine {
             };
             let parent = child.parent.clone();
             for update in standard.turn_ended(child) {
-                self.emit(&parent, update, out);
+                self.emit(parent.as_str(), update, out);
             }
         }
     }

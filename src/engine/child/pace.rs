@@ -13,7 +13,7 @@ use hashbrown::HashMap;
 use serde_json::Value;
 
 use crate::engine::{Action, Engine, Millis};
-use crate::subagents::ids::ChildId;
+use crate::subagents::ids::{ChildId, ClientSessionId};
 use crate::subagents::render::CardChange;
 
 /// The shortest time between two progress updates of one card.
@@ -37,7 +37,7 @@ struct Paced {
 struct Held {
     due: Millis,
     /// The session whose thread holds the card.
-    parent: String,
+    parent: ClientSessionId,
     change: CardChange,
 }
 
@@ -102,7 +102,7 @@ impl Engine {
     pub(in crate::engine) fn card_changed(
         &mut self,
         cid: &ChildId,
-        parent: String,
+        parent: ClientSessionId,
         settled: bool,
         card: Option<CardChange>,
         out: &mut Vec<Action>,
@@ -110,7 +110,7 @@ impl Engine {
         match card {
             Some(CardChange::Update(card)) if settled => {
                 self.persist_state(cid, out);
-                self.emit(&parent, card, out);
+                self.emit(parent.as_str(), card, out);
             }
             Some(change) => self.pace_progress(cid, parent, change, out),
             None => {}
@@ -122,7 +122,7 @@ impl Engine {
     pub(in crate::engine) fn pace_progress(
         &mut self,
         cid: &ChildId,
-        parent: String,
+        parent: ClientSessionId,
         change: CardChange,
         out: &mut Vec<Action>,
     ) {
@@ -203,9 +203,9 @@ impl Engine {
         }
     }
 
-    fn send_change(&mut self, parent: &str, change: CardChange, out: &mut Vec<Action>) {
+    fn send_change(&mut self, parent: &ClientSessionId, change: CardChange, out: &mut Vec<Action>) {
         match change {
-            CardChange::Update(card) => self.emit(parent, card, out),
+            CardChange::Update(card) => self.emit(parent.as_str(), card, out),
             CardChange::Line(line) => out.push(Action::ToClient(line)),
         }
     }

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use crate::engine::{str_field, Action, Engine};
 use crate::subagents::ids::ChildId;
-use crate::subagents::model::{Card, Child, ChildState, Prompt, SpawnSite};
+use crate::subagents::model::{Card, Child, ChildState, SpawnSite};
 use crate::subagents::preset::detect::{PresetId, SpawnEvent};
 use crate::subagents::render::{self, CardChange};
 
@@ -73,7 +73,9 @@ impl Engine {
         update: Value,
         out: &mut Vec<Action>,
     ) {
-        let id = ChildId::derive_known(&site.parent, &site.spawn_id, |id| self.reg.is_child(id));
+        let id = ChildId::derive_known(site.parent.as_str(), &site.spawn_id, |id| {
+            self.reg.is_child(id)
+        });
         match self.reg.get_mut(&id) {
             Some(existing) => {
                 existing.tool_name = tool_name;
@@ -150,7 +152,7 @@ impl Engine {
         // After the folded view took its first look at the replayed card: the card is back.
         if is_new {
             if let Some(top) = self.reg.get(cid).map(|c| c.top_session.clone()) {
-                self.reopen.spawn_replayed(&top, cid);
+                self.reopen.spawn_replayed(top.as_str(), cid);
             }
         }
         let reading = self.read_spawn_update(preset, &update);
@@ -197,9 +199,9 @@ impl Engine {
         if is_new && unseen && child.thread.is_empty() && !child.history_known() {
             to_record.push(render::agent_text(&unseen_note(&agent_name, &child.title)));
         }
-        if child.prompt == Prompt::Awaited {
+        if child.prompt_awaited() {
             if let Some(prompt) = &reading.prompt {
-                child.prompt = Prompt::Recorded;
+                child.mark_prompt_recorded();
                 if !child.history_known() {
                     to_record.push(render::user_text(prompt));
                 }
@@ -225,7 +227,7 @@ impl Engine {
         let mut progress = false;
         if !finished && !child.card_is_final() {
             if let Some(activity) = reading.progress {
-                child.progress.activity = Some(activity);
+                child.note_activity(activity);
                 progress = true;
             }
         }
@@ -356,10 +358,10 @@ impl Engine {
             self.pace_progress(cid, parent, CardChange::Update(update), out);
         } else if finished {
             self.end_progress(cid);
-            self.emit(&parent, update, out);
+            self.emit(parent.as_str(), update, out);
         } else if !empty {
             self.settle_progress(cid, out);
-            self.emit(&parent, update, out);
+            self.emit(parent.as_str(), update, out);
         }
         self.show_replayed(cid, replayed_after, out);
         if let Some(agent_child) = fetch {
@@ -446,13 +448,14 @@ fn unseen_end(completed: bool, update: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::subagents::ids::{AgentSessionId, ClientSessionId};
     use crate::subagents::model::Run;
 
     fn child(state: ChildState, run: Run) -> Child {
         let site = SpawnSite {
-            agent_session: "s".into(),
-            parent: "s".into(),
-            top_session: "s".into(),
+            agent_session: AgentSessionId::new("s".into()),
+            parent: ClientSessionId::new("s".into()),
+            top_session: ClientSessionId::new("s".into()),
             spawn_id: "t".into(),
         };
         let mut c = Child::new(ChildId::derive("s", "t"), site, "Task".into());

@@ -6,10 +6,8 @@ use serde_json::{json, Value};
 
 use crate::engine::{str_field, Action, Engine};
 use crate::subagents::ids;
-use crate::subagents::ids::{AgentSessionId, ChildId};
-use crate::subagents::model::{
-    Card, Child, ChildState, Prompt, SpawnSite, StopRoute, SYNTHETIC_TOOL_NAME,
-};
+use crate::subagents::ids::{AgentSessionId, ChildId, ClientSessionId};
+use crate::subagents::model::{Card, Child, ChildState, SpawnSite, SYNTHETIC_TOOL_NAME};
 use crate::subagents::render::acp;
 use crate::wire::write;
 
@@ -34,10 +32,13 @@ impl Engine {
             return;
         };
         let (parent, top) = match self.reg.by_agent_child(on).and_then(|c| self.reg.get(c)) {
-            Some(p) => (p.id.to_string(), p.top_session.clone()),
-            None => (on.to_owned(), on.to_owned()),
+            Some(p) => (ClientSessionId::of_child(&p.id), p.top_session.clone()),
+            None => (
+                ClientSessionId::new(on.to_owned()),
+                ClientSessionId::new(on.to_owned()),
+            ),
         };
-        if self.refuse_announcement(on, &agent_child, &parent, &top, out) {
+        if self.refuse_announcement(on, &agent_child, parent.as_str(), top.as_str(), out) {
             return;
         }
         let cid = match self.reg.by_agent_child(&agent_child).cloned() {
@@ -45,13 +46,13 @@ impl Engine {
                 let replaying = self
                     .reg
                     .get(&cid)
-                    .is_some_and(|c| self.reopen.replaying(&c.top_session));
+                    .is_some_and(|c| self.reopen.replaying(c.top_session.as_str()));
                 if replaying && self.reopen.show_card(&cid) {
                     // The parent is being reopened: its thread needs the card again.
                     if let Some(child) = self.reg.get(&cid) {
                         let card = self.render.synthesized_card(child);
                         let parent = child.parent.clone();
-                        self.emit(&parent, card, out);
+                        self.emit(parent.as_str(), card, out);
                         let work = self.replayed_work(&cid, true);
                         self.show_replayed(&cid, work, out);
                     }
@@ -65,7 +66,7 @@ impl Engine {
                             .flatten();
                         let parent = child.parent.clone();
                         if let Some(card) = card {
-                            self.emit(&parent, card, out);
+                            self.emit(parent.as_str(), card, out);
                         }
                     }
                 }
@@ -73,12 +74,13 @@ impl Engine {
             }
             None => {
                 let spawn_id = ids::synthesized_spawn_id(&agent_child);
-                let cid = ChildId::derive_known(&parent, &spawn_id, |id| self.reg.is_child(id));
+                let cid =
+                    ChildId::derive_known(parent.as_str(), &spawn_id, |id| self.reg.is_child(id));
                 let mut child = match self.reg.take(&cid) {
                     Some(restored) => restored,
                     None => {
                         let site = SpawnSite {
-                            agent_session: agent_child.clone(),
+                            agent_session: AgentSessionId::new(agent_child.clone()),
                             parent: parent.clone(),
                             top_session: top,
                             spawn_id,
@@ -88,8 +90,7 @@ impl Engine {
                         c
                     }
                 };
-                child.agent_child = Some(AgentSessionId::new(agent_child.clone()));
-                child.agent_session = agent_child.clone();
+                child.own_agent_session(AgentSessionId::new(agent_child.clone()));
                 // What the announcement lacks, as the agent's preset reads it (Codex: a short
                 // title and the task, from `description`).
                 let announce = self.detector.announce(&update);
@@ -99,7 +100,7 @@ impl Engine {
                     child.title = t.to_owned();
                 }
                 let mut untold = None;
-                if child.prompt == Prompt::Awaited && child.thread.is_empty() {
+                if child.prompt_awaited() && child.thread.is_empty() {
                     child.announced_prompt = announce.prompt;
                     // No task anywhere: the preset's note says why (Codex's multi-agent V2).
                     if child.announced_prompt.is_none() {
@@ -110,7 +111,7 @@ impl Engine {
                     child.title = "Subagent".into();
                 }
                 let card = self.render.synthesized_card(&child);
-                if self.reopen.replaying(&child.top_session) {
+                if self.reopen.replaying(child.top_session.as_str()) {
                     self.reopen.show_card(&cid);
                 }
                 self.reg.insert(child);
@@ -118,7 +119,7 @@ impl Engine {
                     self.untold_tasks.insert(&cid, note);
                 }
                 self.persist_child(&cid, out);
-                self.emit(&parent, card, out);
+                self.emit(parent.as_str(), card, out);
                 // A child restored from the store: its recorded work with the card.
                 let work = self.replayed_work(&cid, true);
                 self.show_replayed(&cid, work, out);
@@ -127,7 +128,7 @@ impl Engine {
         };
         if let Some(child) = self.reg.get_mut(&cid) {
             if update.pointer("/capabilities/cancel").is_some() {
-                child.stop_route = StopRoute::Direct;
+                child.stop_directly();
             }
         }
         if self.reg.get(&cid).is_some_and(Child::history_known) {
@@ -261,7 +262,7 @@ impl Engine {
             self.record_in(&cid, &update, out);
         }
         if let Some(child) = self.reg.get_mut(&cid) {
-            child.prompt = Prompt::Recorded;
+            child.mark_prompt_recorded();
             child.announced_prompt = None;
         }
     }

@@ -120,7 +120,7 @@ impl Engine {
             update: text,
         }));
         if let Some(parent) = shown_in {
-            let session = self.visible_session(&parent);
+            let session = self.visible_session(parent.as_str());
             for update in shown {
                 self.emit(&session, update, out);
             }
@@ -161,7 +161,7 @@ impl Engine {
         for _ in 0..64 {
             match self.reg.by_session_id(&cur) {
                 Some(c) if c.is_loaded() => return cur,
-                Some(c) => cur = c.parent.clone(),
+                Some(c) => cur = c.parent.as_str().to_owned(),
                 None => return cur,
             }
         }

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::engine::{Action, ChildCancel, Engine, Millis, NoteLevel};
 use crate::subagents::ids::{self, AgentSessionId, ChildId};
 use crate::subagents::model::{
-    Child, ChildState, Children, Prompt, SpawnSite, StopRoute, View, SYNTHETIC_TOOL_NAME,
+    Child, ChildState, Children, SpawnSite, StopRoute, SYNTHETIC_TOOL_NAME,
 };
 use crate::subagents::persist::StoredChild;
 use crate::wire::{self, write};
@@ -66,19 +66,19 @@ impl Engine {
                             None => write::session_update_raw(sid, update),
                         }));
                     }
-                    child.view = View::Loaded;
+                    child.mark_loaded();
                 }
                 out.push(Action::ToClient(write::result(id, &json!({}))));
             }
             "session/resume" => {
                 if let Some(child) = self.reg.get_mut(&cid) {
-                    child.view = View::Loaded;
+                    child.mark_loaded();
                 }
                 out.push(Action::ToClient(write::result(id, &json!({}))));
             }
             "session/close" => {
                 if let Some(child) = self.reg.get_mut(&cid) {
-                    child.view = View::Closed;
+                    child.mark_closed();
                 }
                 out.push(Action::ToClient(write::result(id, &json!({}))));
             }
@@ -126,16 +126,17 @@ impl Engine {
         }
         // Shown cancelled only once the agent confirms or the parent's turn ends.
         child.ask_cancel();
-        let target = match (&child.agent_child, child.stop_route) {
-            (Some(agent_child), StopRoute::Direct) => Some(agent_child.to_string()),
+        // The agent session to cancel.
+        let target = match (child.agent_child(), child.stop_route()) {
+            (Some(agent_child), StopRoute::Direct) => Some(agent_child.clone()),
             _ => match self.cfg.zed.child_cancel {
-                ChildCancel::Parent => Some(child.top_session.clone()),
+                ChildCancel::Parent => Some(child.top_session.top_level_on_agent()),
                 ChildCancel::Ignore => None,
             },
         };
         match target {
             Some(session) => {
-                out.push(Action::ToAgent(write::notification("session/cancel", &json!({"sessionId": session}))));
+                out.push(Action::ToAgent(write::notification("session/cancel", &json!({"sessionId": session.as_str()}))));
             }
             None => self.note(
                 out,
@@ -191,16 +192,15 @@ pub(in crate::engine) fn restore_child(reg: &mut Children, stored: StoredChild) 
     }
     let agent_child = ids::agent_child_of_spawn(&stored.spawn_tool_call_id)
         .map(|a| AgentSessionId::new(a.to_owned()));
-    let (parent_agent_session, top_session) = match reg.by_session_id(&stored.parent_session_id) {
-        Some(p) => (p.agent_session.clone(), p.top_session.clone()),
-        None => (
-            stored.parent_session_id.clone(),
-            stored.parent_session_id.clone(),
-        ),
-    };
-    let agent_session = agent_child
-        .as_ref()
-        .map_or(parent_agent_session, ToString::to_string);
+    let (parent_agent_session, top_session) =
+        match reg.by_session_id(stored.parent_session_id.as_str()) {
+            Some(p) => (p.agent_session.clone(), p.top_session.clone()),
+            // Not in memory: a top-level session, the same on both sides.
+            None => (
+                stored.parent_session_id.top_level_on_agent(),
+                stored.parent_session_id.clone(),
+            ),
+        };
     // Rows from before the store kept it: what a restored card said then.
     let tool_name = stored.tool_name.unwrap_or_else(|| {
         if agent_child.is_some() {
@@ -211,17 +211,20 @@ pub(in crate::engine) fn restore_child(reg: &mut Children, stored: StoredChild) 
         .to_owned()
     });
     let site = SpawnSite {
-        agent_session,
+        agent_session: parent_agent_session,
         parent: stored.parent_session_id,
         top_session,
         spawn_id: stored.spawn_tool_call_id,
     };
     let mut child = Child::new(stored.child_id, site, tool_name);
-    child.agent_child = agent_child;
+    // A standard child's events arrive on its own session.
+    if let Some(own) = agent_child {
+        child.own_agent_session(own);
+    }
     child.title = stored.title.unwrap_or_default();
     child.restore_state(stored.state);
     if !stored.updates.is_empty() {
-        child.prompt = Prompt::Recorded;
+        child.mark_prompt_recorded();
     }
     child.thread = stored
         .updates

@@ -392,10 +392,10 @@ impl Engine {
     fn card_in(&self, cid: &ChildId, target: &str) -> Option<ChildId> {
         let mut cur = self.reg.get(cid)?;
         for _ in 0..64 {
-            if cur.parent == target {
+            if cur.parent.as_str() == target {
                 return Some(cur.id.clone());
             }
-            cur = self.reg.by_session_id(&cur.parent)?;
+            cur = self.reg.by_session_id(cur.parent.as_str())?;
         }
         None
     }
@@ -413,7 +413,7 @@ impl Engine {
         let title = self
             .render
             .progress_title(child)
-            .filter(|_| child.progress.steps > 0 && !child.card_is_final())
+            .filter(|_| child.progress().steps > 0 && !child.card_is_final())
             .unwrap_or_else(|| child.title.clone());
         if let Some(update) = self.render.card_update(child, None, Some(&title)) {
             self.emit(&on.session, update, out);

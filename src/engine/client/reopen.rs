@@ -4,7 +4,7 @@ use hashbrown::HashSet;
 use serde_json::Value;
 
 use crate::engine::{Action, Engine};
-use crate::subagents::ids::ChildId;
+use crate::subagents::ids::{ChildId, ClientSessionId};
 use crate::subagents::model::{Child, History};
 use crate::wire::write;
 
@@ -81,14 +81,14 @@ impl Engine {
     pub(in crate::engine) fn begin_replay(&mut self, session: &str, out: &mut Vec<Action>) {
         self.reopen.replaying.insert(session.to_owned());
         out.push(Action::FetchChildren {
-            parent_session_id: session.to_owned(),
+            parent_session_id: ClientSessionId::new(session.to_owned()),
         });
         // Children already known keep their recorded thread: the replay must not double it.
         for child in self.reg.iter_mut() {
-            if child.top_session == session && !child.thread.is_empty() {
-                child.history = History::Known;
+            if child.top_session.as_str() == session && !child.thread.is_empty() {
+                child.set_history(History::Known);
             }
-            if child.top_session == session {
+            if child.top_session.as_str() == session {
                 // The client rebuilds the parent's thread: it learns of the child again.
                 if let Some(standard) = self.render.standard_mut() {
                     standard.reopened(&child.id);
@@ -113,8 +113,8 @@ impl Engine {
         let mut missing: Vec<&Child> = self
             .reg
             .in_top_session(session)
-            .filter(|c| c.parent == session)
-            .filter(|c| c.agent_child.is_some() || !agent_replays_spawns)
+            .filter(|c| c.parent.as_str() == session)
+            .filter(|c| c.agent_child().is_some() || !agent_replays_spawns)
             .filter(|c| !self.reopen.cards_shown.contains(&c.id))
             .collect();
         missing.sort_by(|a, b| a.spawn_id.cmp(&b.spawn_id));
@@ -123,7 +123,7 @@ impl Engine {
             let Some(c) = self.reg.get(&cid) else {
                 continue;
             };
-            if c.agent_child.is_none() {
+            if c.agent_child().is_none() {
                 // A flavour that shows a legacy child's work opens its card with it.
                 let work = self.render.unreplayed(c);
                 if !work.is_empty() {
@@ -138,8 +138,8 @@ impl Engine {
         }
         let mut done = Vec::new();
         for child in self.reg.iter_mut() {
-            if child.top_session == session {
-                child.history = History::Live;
+            if child.top_session.as_str() == session {
+                child.set_history(History::Live);
                 done.push(child.id.clone());
             }
         }
@@ -161,7 +161,7 @@ impl Engine {
             Some(c)
                 if c.history_known()
                     && c.parent == c.top_session
-                    && self.reopen.replaying(&c.top_session) =>
+                    && self.reopen.replaying(c.top_session.as_str()) =>
             {
                 self.render.replayed(c, closes)
             }
@@ -173,7 +173,9 @@ impl Engine {
     /// first time in this replay, what the flavour shows of the child's recorded work with it.
     pub(in crate::engine) fn replayed_spawn(&mut self, cid: &ChildId) -> Vec<Value> {
         let first = self.reg.get(cid).is_some_and(|c| {
-            c.history_known() && c.agent_child.is_none() && self.reopen.replaying(&c.top_session)
+            c.history_known()
+                && c.agent_child().is_none()
+                && self.reopen.replaying(c.top_session.as_str())
         }) && self.reopen.show_card(cid);
         if first {
             self.replayed_work(cid, false)
@@ -193,7 +195,7 @@ impl Engine {
             return;
         };
         for update in work {
-            self.emit(&parent, update, out);
+            self.emit(parent.as_str(), update, out);
         }
     }
 }

@@ -123,12 +123,12 @@ impl Engine {
         let session = child.agent_session.clone();
         if self
             .bindings
-            .child(&session, &id)
+            .child(session.as_str(), &id)
             .is_some_and(|(c, _)| c == cid)
         {
             return;
         }
-        self.bindings.bind(&session, &id, cid, Bound::Told);
+        self.bindings.bind(session.as_str(), &id, cid, Bound::Told);
         self.note(
             out,
             NoteLevel::Info,
@@ -167,8 +167,8 @@ impl Engine {
             return None;
         }
         let mut candidates = self.reg.iter().filter(|c| {
-            c.agent_session == session
-                && c.agent_child.is_none()
+            c.agent_session.as_str() == session
+                && c.agent_child().is_none()
                 && !self.bindings.bound.contains(&c.id)
                 && c.preset
                     .is_some_and(|p| self.detector.marks_child_events(p))

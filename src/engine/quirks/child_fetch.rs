@@ -606,7 +606,7 @@ impl Engine {
                     let parent = child.parent.clone();
                     self.persist_state(cid, out);
                     if let Some(card) = card {
-                        self.emit(&parent, card, out);
+                        self.emit(parent.as_str(), card, out);
                     }
                 }
             }

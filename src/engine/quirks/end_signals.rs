@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::engine::{str_field, Action, Engine};
 use crate::subagents::ids::ChildId;
-use crate::subagents::model::{ChildState, Prompt};
+use crate::subagents::model::ChildState;
 use crate::subagents::preset::detect::{EndNames, EndStatus};
 use crate::subagents::render;
 
@@ -113,10 +113,7 @@ impl Engine {
         if child.announced_prompt.is_none() {
             // Nothing carries the task: the thread opens with why, before the child's work.
             if let Some(note) = note {
-                if child.prompt == Prompt::Awaited
-                    && !child.history_known()
-                    && child.thread.is_empty()
-                {
+                if child.prompt_awaited() && !child.history_known() && child.thread.is_empty() {
                     // A paragraph of its own: the child's first words join the same message.
                     self.record_in(cid, &render::agent_text(&format!("{note}\n\n")), out);
                 }
@@ -124,11 +121,11 @@ impl Engine {
             return;
         }
         let prompt = child.announced_prompt.take();
-        if child.prompt != Prompt::Awaited || child.history_known() {
+        if !child.prompt_awaited() || child.history_known() {
             return;
         }
         if let Some(prompt) = prompt {
-            child.prompt = Prompt::Recorded;
+            child.mark_prompt_recorded();
             self.record_in(cid, &render::user_text(&prompt), out);
         }
     }

@@ -21,11 +21,11 @@ impl Engine {
         let replaying = self
             .reg
             .get(cid)
-            .is_some_and(|c| self.reopen.replaying(&c.top_session));
+            .is_some_and(|c| self.reopen.replaying(c.top_session.as_str()));
         let nested = self
             .reg
             .get(cid)
-            .is_some_and(|c| self.reg.is_child(&c.parent));
+            .is_some_and(|c| self.reg.is_child(c.parent.as_str()));
         for update in updates {
             let Some(child) = self.reg.get(cid) else {
                 return;

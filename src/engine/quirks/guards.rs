@@ -50,7 +50,7 @@ impl Engine {
         } else if let Some(cid) = existing {
             // Known already: the same parent may announce it again (state, title, a new turn).
             match self.reg.get(&cid) {
-                Some(child) if child.parent != parent => (
+                Some(child) if child.parent.as_str() != parent => (
                     "reused",
                     format!(
                         "it is already the subagent {cid} of {}, whose card shows it",

@@ -274,7 +274,7 @@ impl Engine {
         let mut open: Vec<(String, String, ChildId)> = self
             .reg
             .iter()
-            .filter(|c| c.agent_session == sid && !c.card_is_final())
+            .filter(|c| c.agent_session.as_str() == sid && !c.card_is_final())
             .filter_map(|c| {
                 let k = self.siblings.keys.get(&c.id)?;
                 Some((c.spawn_id.clone(), k.clone(), c.id.clone()))

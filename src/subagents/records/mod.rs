@@ -16,6 +16,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+use super::ids::AgentSessionId;
 use super::preset::spec::ChildRecord;
 
 /// Bytes of a record read, at most: a record past it is not used.
@@ -27,7 +28,7 @@ pub struct RecordWatch {
     /// The proxy's child id.
     pub child: String,
     /// The agent's session the child was spawned in.
-    pub session: String,
+    pub session: AgentSessionId,
     /// The agent's own id of the child (empty: found by `task`).
     pub agent_id: String,
     /// The child's task, for a record found by it.
@@ -73,8 +74,8 @@ pub enum Location {
 pub fn locate(watch: &RecordWatch, env: &dyn Fn(&str) -> Option<OsString>) -> Option<Location> {
     match watch.format {
         ChildRecord::None => None,
-        ChildRecord::ClaudeCode => claude::locate(&watch.session, &watch.agent_id, env),
-        ChildRecord::Cline => cline::locate(&watch.session, env),
+        ChildRecord::ClaudeCode => claude::locate(watch.session.as_str(), &watch.agent_id, env),
+        ChildRecord::Cline => cline::locate(watch.session.as_str(), env),
     }
 }
 

@@ -90,7 +90,7 @@ fn announcement(child: &Child) -> Value {
     if let Some(d) = &child.description {
         a["description"] = json!(d);
     }
-    if child.stop_route == StopRoute::Direct {
+    if child.stop_route() == StopRoute::Direct {
         a["capabilities"] = json!({"cancel": {}});
     }
     a["state"] = Shown::of(child).state();
@@ -170,7 +170,7 @@ impl Acp {
         title: Option<&str>,
     ) -> Option<Value> {
         let status = status?;
-        if child.agent_child.is_some() {
+        if child.agent_child().is_some() {
             return None;
         }
         let mut upd = card_base(child, Some(status), title);
@@ -401,14 +401,15 @@ pub fn draft_to_standard(parent: &str, update: &Value) -> Option<(String, Vec<(S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::subagents::ids::{AgentSessionId, ClientSessionId};
     use crate::subagents::model::SpawnSite;
     use std::sync::Arc;
 
     fn child() -> Child {
         let site = SpawnSite {
-            agent_session: "p".into(),
-            parent: "p".into(),
-            top_session: "p".into(),
+            agent_session: AgentSessionId::new("p".into()),
+            parent: ClientSessionId::new("p".into()),
+            top_session: ClientSessionId::new("p".into()),
             spawn_id: "t1".into(),
         };
         let mut c = Child::new(

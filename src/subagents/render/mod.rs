@@ -209,7 +209,7 @@ pub trait Render: fmt::Debug + Send {
         false
     }
 
-    /// The card's title while it shows the child's live progress (`child.progress`), for a
+    /// The card's title while it shows the child's live progress (`child.progress()`), for a
     /// style with [`Render::live_progress`].
     fn progress_title(&self, _child: &Child) -> Option<String> {
         None

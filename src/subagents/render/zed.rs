@@ -98,11 +98,11 @@ pub fn progress_notification(session: &str, child: &Child, title: &str) -> Bytes
 /// where the agent reports its child's activity but no steps of it).
 pub fn progress_title(child: &Child) -> String {
     let mut title = child.title.clone();
-    if let Some(activity) = &child.progress.activity {
+    if let Some(activity) = &child.progress().activity {
         title.push_str(" · ");
         title.push_str(&truncate(activity, MAX_ACTIVITY_CHARS));
     }
-    let steps = child.progress.steps;
+    let steps = child.progress().steps;
     if steps > 0 {
         let s = if steps == 1 { "" } else { "s" };
         title.push_str(&format!(" · {steps} step{s}"));
@@ -241,7 +241,7 @@ impl Render for Zed {
         } else {
             // The common case, once per step of every child: the card's new title goes
             // straight to the client, written without building a tree first.
-            CardChange::Line(progress_notification(&child.parent, child, &title))
+            CardChange::Line(progress_notification(child.parent.as_str(), child, &title))
         })
     }
 }
@@ -252,9 +252,9 @@ mod tests {
 
     fn child() -> Child {
         let site = SpawnSite {
-            agent_session: "p".into(),
-            parent: "p".into(),
-            top_session: "p".into(),
+            agent_session: AgentSessionId::new("p".into()),
+            parent: ClientSessionId::new("p".into()),
+            top_session: ClientSessionId::new("p".into()),
             spawn_id: "t1".into(),
         };
         let mut c = Child::new(
@@ -266,7 +266,7 @@ mod tests {
         c
     }
 
-    use crate::subagents::ids::ChildId;
+    use crate::subagents::ids::{AgentSessionId, ChildId, ClientSessionId};
     use crate::subagents::model::SpawnSite;
     use crate::wire::write::session_update;
 
@@ -354,15 +354,16 @@ mod tests {
     #[test]
     fn progress_title_is_bounded() {
         let mut c = child();
-        c.progress.steps = 3;
-        c.progress.activity = Some("Find `*.txt`".into());
+        c.show_step(None);
+        c.show_step(None);
+        c.show_step(Some("Find `*.txt`".into()));
         assert_eq!(
             progress_title(&c),
             "Survey text files · Find `*.txt` · 3 steps"
         );
-        c.progress.activity = Some("x".repeat(500));
+        c.note_activity("x".repeat(500));
         assert!(progress_title(&c).chars().count() <= MAX_TITLE_CHARS);
-        c.progress.activity = Some("line one\nline two".into());
+        c.note_activity("line one\nline two".into());
         assert!(progress_title(&c).contains("line one…"));
     }
 }

@@ -4,6 +4,7 @@
 
 use acp_proxy::engine::{Action, Engine, EngineConfig};
 use acp_proxy::store::{Store, StoreConfig, StoreLocation, StoreOp, StoredChild};
+use acp_proxy::subagents::ids::ClientSessionId;
 use acp_proxy::subagents::records::{Record, RecordWatch};
 use bytes::Bytes;
 use serde_json::{json, Value};
@@ -56,7 +57,7 @@ impl StoreModel {
         ids.iter().filter_map(|id| self.child(id)).collect()
     }
 
-    pub fn children_of(&self, parent: &str) -> Vec<StoredChild> {
+    pub fn children_of(&self, parent: &ClientSessionId) -> Vec<StoredChild> {
         self.store.flush().expect("store flush");
         self.store.children_of(parent).expect("store read")
     }

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use acp_proxy::store::{ChildState, Store, StoreConfig, StoreLocation, StoreOp};
-use acp_proxy::subagents::ids::ChildId;
+use acp_proxy::subagents::ids::{ChildId, ClientSessionId};
 
 const ENV: &str = "ACP_PROXY_TEST_STORE_WRITER";
 
@@ -87,7 +87,7 @@ fn writer_process() {
     .expect("open the store");
     store.submit(StoreOp::UpsertChild {
         child_id: ChildId::known(child.to_owned()),
-        parent_session_id: "bench".to_owned(),
+        parent_session_id: ClientSessionId::new("bench".to_owned()),
         spawn_tool_call_id: format!("bench-{child}"),
         agent: "bench-writer".to_owned(),
         cwd: None,
