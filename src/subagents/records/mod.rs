@@ -120,7 +120,7 @@ mod tests {
     fn watch(format: ChildRecord, agent_id: &str, task: Option<&str>) -> RecordWatch {
         RecordWatch {
             child: "child-1".to_owned(),
-            session: "s".to_owned(),
+            session: crate::subagents::ids::AgentSessionId::new("s".to_owned()),
             agent_id: agent_id.to_owned(),
             task: task.map(str::to_owned),
             format,
