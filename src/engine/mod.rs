@@ -518,6 +518,10 @@ impl Engine {
             // The client may still answer nothing useful, but it must not lose the frame.
             out.push(Action::ToClient(frame));
         }
+        // Child events that waited for the agent's record to tie their id: as they came.
+        for frame in self.bindings.drain_waiting() {
+            out.push(Action::ToClient(frame));
+        }
         for req in self.client_requests.drain_in_order() {
             let line = write::error(
                 &req.id,

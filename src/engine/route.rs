@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use super::quirks::bind::ByRef;
 use super::tool_order::ToolFrame;
 use super::{Action, Engine, Mode, NoteLevel};
 use crate::subagents::model::SpawnSite;
@@ -228,10 +229,16 @@ impl Engine {
         }
         if names_parent && self.detector.any_child_ref() {
             // The agent's own child id on the event (Copilot's agentId), bound to a spawn.
-            if let Some((cid, update)) = parse_update().and_then(|u| self.child_by_ref(sid, u, out))
-            {
-                self.child_event(&cid, sid, Some(update), frame, out);
-                return;
+            if let Some(update) = parse_update() {
+                match self.child_by_ref(sid, update, &frame, out) {
+                    ByRef::Child(cid, update) => {
+                        self.child_event(&cid, sid, Some(update), frame, out);
+                        return;
+                    }
+                    // The agent's record may still tie the id: the event waits for it.
+                    ByRef::Held => return,
+                    ByRef::Unbound => {}
+                }
             }
         }
         // A card another link made (or one the agent claims): never a spawn here.

@@ -17,6 +17,9 @@ use crate::subagents::records::{self, Location, Record, RecordWatch, MAX_RECORD_
 
 /// How often a followed record is read again.
 pub(crate) const POLL: Duration = Duration::from_millis(250);
+/// How often while a record that ties a child's id to its spawn is followed: the child's
+/// events may wait for that tie (a sync child of Copilot's runs for a tenth of a second).
+pub(crate) const QUICK_POLL: Duration = Duration::from_millis(20);
 /// How long a record is followed before the proxy gives up on it.
 const FOLLOW_FOR: Duration = Duration::from_secs(6 * 3600);
 /// Records followed at once, at most (more are not followed).
@@ -32,6 +35,8 @@ struct Shared {
     ended: Mutex<Vec<(String, Record)>>,
     /// Records followed (or asked for and not taken up yet).
     followed: AtomicUsize,
+    /// Of them, those read every [`QUICK_POLL`].
+    quick: AtomicUsize,
 }
 
 /// The follower: started with the first record to follow.
@@ -42,8 +47,21 @@ pub(crate) struct RecordFollower {
 }
 
 impl RecordFollower {
-    /// Follow a child's record; false if it cannot be (too many followed, no thread).
+    /// Follow a child's record; false if it cannot be (too many followed, no thread): the
+    /// record is then reported as not found at once, so nothing waits for it.
     pub(crate) fn follow(&mut self, watch: RecordWatch) -> bool {
+        let child = watch.child.clone();
+        let followed = self.try_follow(watch);
+        if !followed {
+            match self.shared.ended.lock() {
+                Ok(mut v) => v.push((child, Record::default())),
+                Err(poisoned) => poisoned.into_inner().push((child, Record::default())),
+            }
+        }
+        followed
+    }
+
+    fn try_follow(&mut self, watch: RecordWatch) -> bool {
         if self.shared.followed.load(Ordering::Acquire) >= MAX_FOLLOWED {
             return false;
         }
@@ -58,15 +76,28 @@ impl RecordFollower {
             }
             self.watches = Some(tx);
         }
+        let quick = usize::from(watch.format.ties_ids());
         self.shared.followed.fetch_add(1, Ordering::AcqRel);
+        self.shared.quick.fetch_add(quick, Ordering::AcqRel);
         let sent = self
             .watches
             .as_ref()
             .is_some_and(|tx| tx.send(watch).is_ok());
         if !sent {
             self.shared.followed.fetch_sub(1, Ordering::AcqRel);
+            self.shared.quick.fetch_sub(quick, Ordering::AcqRel);
         }
         sent
+    }
+
+    /// How often the shell should collect what the records told: quicker while a record that
+    /// ties ids is followed (the child's events wait for it).
+    pub(crate) fn every(&self) -> Duration {
+        if self.shared.quick.load(Ordering::Acquire) > 0 {
+            QUICK_POLL
+        } else {
+            POLL
+        }
     }
 
     /// Whether any record is followed, or told an end not taken yet (the shell then polls).
@@ -115,13 +146,19 @@ fn follow_loop(rx: &mpsc::Receiver<RecordWatch>, shared: &Shared) {
     let env = |k: &str| std::env::var_os(k);
     let mut followed: Vec<Followed> = Vec::new();
     loop {
-        match rx.recv_timeout(POLL) {
+        let every = if followed.iter().any(|f| f.watch.format.ties_ids()) {
+            QUICK_POLL
+        } else {
+            POLL
+        };
+        match rx.recv_timeout(every) {
             Ok(watch) => followed.push(Followed::new(watch)),
             Err(RecvTimeoutError::Timeout) => {}
             // The shell is gone: so is the session.
             Err(RecvTimeoutError::Disconnected) => return,
         }
         let before = followed.len();
+        let mut quick_done = 0;
         let report = |child: &str, record: Record| {
             if let Ok(mut v) = shared.ended.lock() {
                 v.push((child.to_owned(), record));
@@ -129,22 +166,25 @@ fn follow_loop(rx: &mpsc::Receiver<RecordWatch>, shared: &Shared) {
         };
         followed.retain_mut(|f| {
             let record = match poll(f, &env) {
-                Poll::Ended(record) => record,
+                Poll::Told(record) => record,
                 Poll::Again if Instant::now() < f.until => return true,
                 Poll::Again | Poll::GiveUp => Record::default(),
             };
             report(&f.watch.child, record);
+            quick_done += usize::from(f.watch.format.ties_ids());
             false
         });
         let done = before - followed.len();
         if done > 0 {
+            shared.quick.fetch_sub(quick_done, Ordering::AcqRel);
             shared.followed.fetch_sub(done, Ordering::AcqRel);
         }
     }
 }
 
 enum Poll {
-    Ended(Record),
+    /// The record told what it was followed for (`Record::told`).
+    Told(Record),
     Again,
     GiveUp,
 }
@@ -153,6 +193,7 @@ fn poll(f: &mut Followed, env: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> P
     if f.path.is_none() {
         match records::locate(&f.watch, env) {
             None => return Poll::GiveUp,
+            Some(Location::At(path)) => f.path = Some(path),
             Some(Location::Under { dir, tail }) => f.path = find(&dir, &tail),
             // Found by its contents: each candidate read whole (the child's ended by now or
             // soon; its file is then followed like any other).
@@ -162,8 +203,8 @@ fn poll(f: &mut Followed, env: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> P
                 suffix,
             }) => {
                 let (path, record) = find_among(&dir, prefix, suffix, &f.watch);
-                if let Some(record) = record.filter(Record::ended) {
-                    return Poll::Ended(record);
+                if let Some(record) = record.filter(Record::told) {
+                    return Poll::Told(record);
                 }
                 f.path = path;
                 return Poll::Again;
@@ -192,8 +233,8 @@ fn poll(f: &mut Followed, env: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> P
     };
     f.len = bytes.len() as u64;
     let record = records::parse(&f.watch, &bytes);
-    if record.ended() {
-        Poll::Ended(record)
+    if record.told() {
+        Poll::Told(record)
     } else {
         Poll::Again
     }
@@ -272,6 +313,40 @@ mod tests {
     }
 
     #[test]
+    fn a_log_that_ties_ids_is_read_quickly_until_it_names_the_childs_id() {
+        let home = tempfile::tempdir().expect("temp dir");
+        std::env::set_var("COPILOT_HOME", home.path());
+        let dir = home.path().join("session-state/sess-2");
+        let mut f = RecordFollower::default();
+        assert!(f.follow(RecordWatch {
+            child: "child-2".into(),
+            session: "sess-2".into(),
+            agent_id: String::new(),
+            task: None,
+            spawn: "call_0001".into(),
+            format: ChildRecord::Copilot,
+            within_ms: 60_000,
+        }));
+        assert_eq!(f.every(), QUICK_POLL);
+        // Not there yet: the log is written after the ask.
+        std::thread::sleep(QUICK_POLL * 3);
+        assert!(f.take_ended().is_empty());
+        std::fs::create_dir_all(&dir).expect("log folder");
+        let line = serde_json::json!({"type": "subagent.started",
+            "data": {"toolCallId": "call_0001"}, "agentId": "b563eda7"});
+        std::fs::write(dir.join("events.jsonl"), format!("{line}\n")).expect("write");
+        let got = wait_for(&f);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].0, "child-2");
+        assert_eq!(got[0].1.agent_id.as_deref(), Some("b563eda7"));
+        let until = Instant::now() + Duration::from_secs(5);
+        while f.active() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(f.every(), POLL, "back to the slow pace");
+    }
+
+    #[test]
     fn a_record_is_followed_until_it_says_the_child_ended() {
         let home = tempfile::tempdir().expect("temp dir");
         // The follower reads the proxy's own environment, as the agent inherits it.
@@ -293,6 +368,7 @@ mod tests {
             session: "sess-1".into(),
             agent_id: "a1".into(),
             task: None,
+            spawn: String::new(),
             format: ChildRecord::ClaudeCode,
             within_ms: 60_000,
         }));
