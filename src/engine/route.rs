@@ -29,6 +29,10 @@ impl Engine {
         match self.mode {
             None | Some(Mode::Off) => true,
             Some(Mode::Zed | Mode::Acp | Mode::Transcript) => {
+                if self.replayed_spawns.any() {
+                    // Replayed spawns are held: what follows them must not overtake them.
+                    return false;
+                }
                 if self.reg.has_agent_children()
                     || found
                         .has(kind::SUBAGENT | kind::SESSION_MESSAGE | kind::PARENT | kind::SIBLING)
@@ -161,6 +165,23 @@ impl Engine {
             titled: fields.title.is_some(),
         };
 
+        if self.replayed_spawns.holds(sid) {
+            // Replayed spawns held for their ends, which may name the stored children they
+            // are; any other frame but a further spawn lets them go on first.
+            if let Some(t) = tool
+                .filter(|t| kind == "tool_call_update" && self.replayed_spawns.holds_spawn(sid, t))
+            {
+                if let Some(update) = parse_update() {
+                    self.held_spawn_ended(sid, t, update, out);
+                    return;
+                }
+            }
+            let spawn = kind == "tool_call"
+                && parse_update().is_some_and(|u| self.detector.spawn(&u).is_some());
+            if !spawn {
+                self.release_held_spawns(sid, out);
+            }
+        }
         if let Some(cid) = self.agent_replays.child_of(sid).cloned() {
             if self.followed_live(&cid, sid, kind) {
                 // A running background child fetched at its launch streams on (Kilo).
@@ -328,6 +349,13 @@ impl Engine {
                     top_session: sid.to_owned(),
                     spawn_id: t.to_owned(),
                 };
+                if kind == "tool_call"
+                    && self.hold_replayed_spawn(&site, &spawn.tool_name, spawn.preset, &update)
+                {
+                    // Its end says whether it is a stored child's, replayed under a new id.
+                    return;
+                }
+                self.release_held_spawns(sid, out);
                 self.new_spawn(site, spawn.tool_name, spawn.preset, update, out);
             } else {
                 self.pass_to_top_level(frame, tf, out);

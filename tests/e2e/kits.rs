@@ -144,12 +144,6 @@ const AGENTPOOL_REPLAYS_NOTHING: &str =
     "AgentPool 2.9.18: session/load replays nothing of the parent: the reopened thread holds \
      the cards the proxy restores from its store, not the user's prompt or the answer";
 
-const KIMI_REPLAY_IDS: &str =
-    "Kimi: session/load replays each spawn under a new tool call id (a new turn uuid), so the \
-     reopened card opens a new child thread (the task and the answer, from the replay) instead \
-     of the stored one; Kimi's agent_id in the result is stable, but no preset key ties a stored \
-     child to it yet";
-
 const KILO_NO_LIVE_END: &str =
     "kilo 7.7.7: a background child followed live (loaded at its launch) streams its work on its \
      own session, then goes quiet: nothing live says it ended (the completion notice is injected \
@@ -478,7 +472,7 @@ pub(crate) const EXPECT: &[Expect] = &[
         background_open: true,
         child_event_keys: &[],
         sibling_calls: "",
-        known_bugs: &[bug("*", "reopen", "reopen:", KIMI_REPLAY_IDS)],
+        known_bugs: &[],
     },
     Expect {
         kit: "vibe",

@@ -141,6 +141,7 @@ impl Engine {
             return;
         };
         self.note_record_id(cid, preset, &update);
+        self.keep_agent_id(cid, preset, &update, out);
         let status = str_field(&update, "status").map(str::to_owned);
         self.spawn_frame_bind(cid, status.as_deref(), &update, out);
         // A reopened parent shows the card again: the child's recorded work with it, read

@@ -218,6 +218,7 @@ pub(in crate::engine) fn restore_child(reg: &mut Children, stored: StoredChild) 
     };
     let mut child = Child::new(stored.child_id, site, tool_name);
     child.agent_child = agent_child;
+    child.agent_id = stored.agent_child_id;
     child.title = stored.title.unwrap_or_default();
     child.restore_state(stored.state);
     if !stored.updates.is_empty() {
