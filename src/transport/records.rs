@@ -217,6 +217,9 @@ fn poll(f: &mut Followed, env: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> P
     let Ok(meta) = std::fs::metadata(path) else {
         return Poll::Again;
     };
+    if f.watch.format.ties_ids() {
+        return poll_log(f, meta.len());
+    }
     if meta.len() > MAX_RECORD_BYTES {
         tracing::warn!(
             "subagent {}: the agent's record {} is over {MAX_RECORD_BYTES} bytes: not read",
@@ -238,6 +241,54 @@ fn poll(f: &mut Followed, env: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> P
     } else {
         Poll::Again
     }
+}
+
+/// A session log that ties ids (append-only, a JSON object a line, the whole session's):
+/// only what was appended since the last poll is read, whole lines, at most
+/// [`MAX_RECORD_BYTES`] a poll, so a long session's log is followed at the cost of its growth.
+fn poll_log(f: &mut Followed, len: u64) -> Poll {
+    if len < f.len {
+        // Rewritten from the start: read it again.
+        f.len = 0;
+    }
+    if len == f.len {
+        return Poll::Again;
+    }
+    let Some(path) = &f.path else {
+        return Poll::Again;
+    };
+    let Ok(bytes) = read_range(path, f.len, MAX_RECORD_BYTES) else {
+        return Poll::Again;
+    };
+    // Whole lines only: a line still being written is read again with the rest of it.
+    let Some(end) = bytes.iter().rposition(|b| *b == b'\n') else {
+        if bytes.len() as u64 >= MAX_RECORD_BYTES {
+            tracing::warn!(
+                "subagent {}: a line of the agent's log {} is over {MAX_RECORD_BYTES} bytes: not read",
+                f.watch.child,
+                path.display()
+            );
+            return Poll::GiveUp;
+        }
+        return Poll::Again;
+    };
+    f.len += end as u64 + 1;
+    let record = records::parse(&f.watch, &bytes[..=end]);
+    if record.told() {
+        Poll::Told(record)
+    } else {
+        Poll::Again
+    }
+}
+
+/// At most `max` bytes of `path` from `from` on.
+fn read_range(path: &Path, from: u64, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path)?;
+    file.seek(SeekFrom::Start(from))?;
+    let mut bytes = Vec::new();
+    file.take(max).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// `tail` under one of the folders of `dir` (the first found, in no particular order).
@@ -334,7 +385,19 @@ mod tests {
         std::fs::create_dir_all(&dir).expect("log folder");
         let line = serde_json::json!({"type": "subagent.started",
             "data": {"toolCallId": "call_0001"}, "agentId": "b563eda7"});
-        std::fs::write(dir.join("events.jsonl"), format!("{line}\n")).expect("write");
+        // A line of another spawn, then one still being written: nothing yet.
+        let other = serde_json::json!({"type": "subagent.started",
+            "data": {"toolCallId": "call_0009"}, "agentId": "other"});
+        let text = format!("{other}\n{line}\n");
+        let (head, rest) = text.split_at(text.len() - 10);
+        std::fs::write(dir.join("events.jsonl"), head).expect("write");
+        std::thread::sleep(QUICK_POLL * 3);
+        assert!(f.take_ended().is_empty(), "a torn line is not read");
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.join("events.jsonl"))
+            .expect("open");
+        std::io::Write::write_all(&mut file, rest.as_bytes()).expect("append");
         let got = wait_for(&f);
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].0, "child-2");
@@ -344,6 +407,51 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
         assert_eq!(f.every(), POLL, "back to the slow pace");
+    }
+
+    #[test]
+    fn a_log_past_the_record_limit_is_read_as_it_grows() {
+        let home = tempfile::tempdir().expect("temp dir");
+        let dir = home.path().join("session-state/sess-3");
+        std::fs::create_dir_all(&dir).expect("log folder");
+        let log = dir.join("events.jsonl");
+        // A long session's log: more than a record may be.
+        let filler = format!(
+            "{}\n",
+            serde_json::json!({"type": "assistant.message", "data": {"content": "x".repeat(1000)}})
+        );
+        let lines = (MAX_RECORD_BYTES as usize / filler.len()) + 64;
+        std::fs::write(&log, filler.repeat(lines)).expect("write");
+        let mut followed = Followed::new(RecordWatch {
+            child: "child-3".into(),
+            session: "sess-3".into(),
+            agent_id: String::new(),
+            task: None,
+            spawn: "call_0001".into(),
+            format: ChildRecord::Copilot,
+            within_ms: 60_000,
+        });
+        followed.path = Some(log.clone());
+        let env = |_: &str| None;
+        while matches!(poll(&mut followed, &env), Poll::Again)
+            && followed.len < (filler.len() * lines) as u64
+        {}
+        assert_eq!(
+            followed.len,
+            (filler.len() * lines) as u64,
+            "read to its end"
+        );
+        let line = serde_json::json!({"type": "subagent.started",
+            "data": {"toolCallId": "call_0001"}, "agentId": "late-id"});
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&log)
+            .expect("open");
+        std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes()).expect("append");
+        match poll(&mut followed, &env) {
+            Poll::Told(record) => assert_eq!(record.agent_id.as_deref(), Some("late-id")),
+            _ => panic!("the appended tie is read"),
+        }
     }
 
     #[test]

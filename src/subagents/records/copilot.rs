@@ -6,9 +6,10 @@
 //! wire itself binds to no spawn in sync mode. That tie is all the proxy reads here: the log
 //! is the parent session's, and the child's words on the wire carry no id it could match.
 //!
-//! Verified with Copilot CLI 1.0.102. A line that does not parse (the last one while it is
-//! written) or of another shape is skipped; a log without the line gives nothing, and the
-//! child's events are placed as the wire alone allows.
+//! Verified with Copilot CLI 1.0.102. A line that does not parse or of another shape is
+//! skipped; a log without the line gives nothing, and the child's events are placed as the
+//! wire alone allows. The follower reads the log as it grows, whole lines only
+//! (`transport::records`), so a long session's log costs only what it appends.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
