@@ -35,8 +35,8 @@ use crate::subagents::pair::{Pair, PairMap, PairRef, PairSet};
 use crate::subagents::preset::detect::PresetId;
 use crate::subagents::records::RecordWatch;
 
-/// How long the agent's record is followed for a spawn's child id (the agent writes the tie
-/// as the child starts: Copilot before the child's first model call).
+/// How long the agent's record is followed for a spawn's child id (Copilot's log had the tie
+/// ~130 ms after the spawns in the kit's runs).
 const TIE_WAIT_MS: u64 = 5_000;
 /// Child events held for a tie, at most: past it, they go where the wire alone puts them.
 pub(in crate::engine) const WAITING_MAX: usize = 256;
