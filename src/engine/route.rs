@@ -275,6 +275,12 @@ impl Engine {
             && (kind == "tool_call" || (kind == "tool_call_update" && fields.has_status));
         if !names_parent && !may_spawn && self.detector.any_timing() {
             if let Some(cid) = self.timed_child(sid, kind, tool) {
+                // Behind child events that wait for the agent's record to tie their id, in
+                // order: where it goes is decided once they went.
+                if let Some(update) = parse_update().filter(|_| self.ties_awaited_in(sid)) {
+                    self.wait_for_ties(sid, &frame, update);
+                    return;
+                }
                 let update = parse_update().map(|u| self.mark_inferred(&cid, u, "timing", out));
                 self.child_event(&cid, sid, update, frame, out);
                 return;

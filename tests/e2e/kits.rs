@@ -128,9 +128,7 @@ const TIMING_TAIL: &str =
     "timing attribution: with two children open a child's words stay in the parent; once the \
      other child's spawn has ended, the rest of the open child's words (a tail such as \
      `b.txt.`) are attributed to it and its thread ends with them instead of the answer its \
-     spawn's result holds (depends on how the two children's chunks interleave); for Copilot, \
-     whose session log ties a child's tool call to it only after the children ran (~130 ms \
-     after the spawns), the tool call that waited for the tie comes after those words, last";
+     spawn's result holds (depends on how the two children's chunks interleave)";
 const CLINE_UPDATE_FIRST: &str =
     "cline 3.0.65 sends a spawn's `tool_call_update` (with its permission request) before the \
      `tool_call`: the proxy sends that update as the tool call (Zed refuses an update of an \

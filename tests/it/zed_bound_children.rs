@@ -227,6 +227,48 @@ fn copilots_session_log_ties_each_open_spawns_child_id() {
     }
 }
 
+/// The main agent's last words, after both children ended.
+fn is_main_done(msg: &Value) -> bool {
+    msg.pointer("/params/update/content/text")
+        .and_then(Value::as_str)
+        .is_some_and(|t| t.starts_with("MAIN-DONE"))
+}
+
+#[test]
+fn a_tie_read_after_the_children_ran_keeps_each_thread_in_order() {
+    // As in the kit's runs: Copilot's log had the ties only once both children had finished
+    // on the wire. Their tool calls, the words timing would have given a child meanwhile and
+    // the spawns' answers wait; then each thread reads task, tool call, answer.
+    const PARENT: &str = "c51ad475-44f7-47aa-a1d4-d5cfbc7eaa7f";
+    let log = copilot_log();
+    let frames = dump_fixture("e2e/copilot-1.0.102-two-log.dump.jsonl");
+    let mut h = Harness::with_store(zed_config(), StoreModel::default());
+    play_with_log(&mut h, &frames, Some(&log), is_main_done);
+    for (spawn, tag, call) in [
+        ("call_0001", "alpha", "call_0004"),
+        ("call_0002", "beta", "call_0003"),
+    ] {
+        let child = child_session_id(PARENT, spawn);
+        assert_eq!(
+            thread_of(&mut h, &child),
+            [
+                format!("user:SUBAGENT:{tag} list the text files in the project and report what you find"),
+                format!("tool:{call}:completed"),
+                format!("agent:SUB-ANSWER {tag}: the project holds a.txt, b.txt."),
+            ]
+        );
+    }
+    let parent = &h.zed.threads[PARENT];
+    let calls: Vec<&str> = parent.tool_calls().map(|t| t.id.as_str()).collect();
+    assert_eq!(calls, ["call_0001", "call_0002"]);
+    assert!(h.zed.rejected.is_empty(), "{:?}", h.zed.rejected);
+}
+
+fn thread_of(h: &mut Harness, child: &str) -> Vec<String> {
+    h.load_child(child);
+    entry_lines(&h.zed.threads[child].entries)
+}
+
 #[test]
 fn without_the_session_log_two_open_spawns_leave_an_unseen_id_unbound() {
     // The ask answered, not found: the wire alone decides, as before the log was read.

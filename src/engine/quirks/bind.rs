@@ -342,6 +342,26 @@ impl Engine {
         })
     }
 
+    /// Whether events of `session` wait for the agent's record to tie their id.
+    pub(in crate::engine) fn ties_awaited_in(&self, session: &str) -> bool {
+        !self.bindings.waiting.is_empty()
+            && self.bindings.waiting.iter().any(|w| w.session == session)
+            && self.bindings.waiting.len() < WAITING_MAX
+    }
+
+    /// An unmarked event that timing would give a child, while events of its session wait
+    /// for a tie: it waits behind them (the child it is given to is decided when they go, so
+    /// that a child's words do not come before its tool calls that waited).
+    pub(in crate::engine) fn wait_for_ties(&mut self, session: &str, frame: &Bytes, update: Value) {
+        self.bindings.waiting.push(Waiting {
+            session: session.to_owned(),
+            // No agent id: never bound, it goes once no tie is asked for in the session.
+            id: String::new(),
+            frame: frame.clone(),
+            update,
+        });
+    }
+
     /// The agent's record answered the ask for `cid`'s id (`id`, or none: not found in time):
     /// bind it, and let the events that waited go on.
     pub(in crate::engine) fn tie_read(
@@ -409,10 +429,15 @@ impl Engine {
         for w in go {
             let Waiting {
                 session,
+                id,
                 frame,
                 update,
-                ..
             } = w;
+            if id.is_empty() {
+                // Timed: to the only open spawn now, if there is one.
+                self.timed_released(&session, frame, update, out);
+                continue;
+            }
             match self.child_by_ref(&session, update.clone(), &frame, out) {
                 ByRef::Child(cid, update) => {
                     self.child_event(&cid, &session, Some(update), frame, out)
@@ -420,6 +445,32 @@ impl Engine {
                 ByRef::Held => {}
                 ByRef::Unbound => self.pass_unbound(&session, frame, &update, out),
             }
+        }
+    }
+
+    /// An unmarked event that waited behind a tie: where timing puts it now.
+    fn timed_released(
+        &mut self,
+        session: &str,
+        frame: Bytes,
+        update: Value,
+        out: &mut Vec<Action>,
+    ) {
+        let kind = update
+            .get("sessionUpdate")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let tool = update
+            .get("toolCallId")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        match self.timed_child(session, &kind, tool.as_deref()) {
+            Some(cid) => {
+                let update = self.mark_inferred(&cid, update, "timing", out);
+                self.child_event(&cid, session, Some(update), frame, out);
+            }
+            None => self.pass_unbound(session, frame, &update, out),
         }
     }
 
