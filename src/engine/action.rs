@@ -30,9 +30,10 @@ pub enum Action {
     FetchChildren { parent_session_id: ClientSessionId },
     /// Look up one stored child and hand it to [`Engine::child_fetched`](super::Engine::child_fetched) with this request.
     FetchChild { child_id: ChildId, request: Bytes },
-    /// Follow the agent's record of a background child on disk (read-only, off the relay
-    /// path) and hand what it says to [`Engine::record_read`](super::Engine::record_read)
-    /// once the child ended; nothing if it never does.
+    /// Follow the agent's record of a child on disk (read-only, off the relay path) and hand
+    /// what it says to [`Engine::record_read`](super::Engine::record_read) once it told what
+    /// it is followed for (the child's end, or its id: `Record::told`); an empty record when
+    /// it was not found in `within_ms` or cannot be followed.
     FollowRecord(RecordWatch),
 }
 

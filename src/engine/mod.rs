@@ -132,6 +132,7 @@ pub struct Engine {
     siblings: Siblings,
     /// The agent's own child ids bound to spawns (`child_ref`).
     bindings: Bindings,
+    replayed_spawns: quirks::replayed_ids::ReplayedSpawns,
     /// Announced children whose task no frame carries, with the preset's note.
     untold_tasks: quirks::end_signals::UntoldTasks,
     /// Agent ids of children whose agent keeps a record of them on disk.
@@ -190,6 +191,7 @@ impl Engine {
             agent_replays: AgentReplays::default(),
             siblings: Siblings::default(),
             bindings: Bindings::default(),
+            replayed_spawns: Default::default(),
             untold_tasks: Default::default(),
             child_records: Default::default(),
         }
@@ -521,8 +523,13 @@ impl Engine {
         self.flush_progress(out);
         // Children waiting for the agent's replay get what their spawn said.
         self.replays_abandoned(out);
+        self.release_every_replayed_spawn(out);
         for frame in self.held.drain() {
             // The client may still answer nothing useful, but it must not lose the frame.
+            out.push(Action::ToClient(frame));
+        }
+        // Child events that waited for the agent's record to tie their id: as they came.
+        for frame in self.bindings.drain_waiting() {
             out.push(Action::ToClient(frame));
         }
         for req in self.client_requests.drain_in_order() {
@@ -564,6 +571,7 @@ impl Engine {
         sizes.extend(self.agent_replays.footprint());
         sizes.extend(self.siblings.footprint());
         sizes.extend(self.bindings.footprint());
+        sizes.extend(self.replayed_spawns.footprint());
         sizes.extend(self.child_records.footprint());
         sizes.extend(self.untold_tasks.footprint());
         sizes

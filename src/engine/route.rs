@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use super::quirks::bind::ByRef;
 use super::tool_order::ToolFrame;
 use super::{Action, Engine, Mode, NoteLevel};
 use crate::subagents::ids::{AgentSessionId, ClientSessionId};
@@ -29,6 +30,10 @@ impl Engine {
         match self.mode {
             None | Some(Mode::Off) => true,
             Some(Mode::Zed | Mode::Acp | Mode::Transcript) => {
+                if self.replayed_spawns.any() {
+                    // Replayed spawns are held: what follows them must not overtake them.
+                    return false;
+                }
                 if self.reg.has_agent_children()
                     || found
                         .has(kind::SUBAGENT | kind::SESSION_MESSAGE | kind::PARENT | kind::SIBLING)
@@ -161,6 +166,23 @@ impl Engine {
             titled: fields.title.is_some(),
         };
 
+        if self.replayed_spawns.holds(sid) {
+            // Replayed spawns held for their ends, which may name the stored children they
+            // are; any other frame but a further spawn lets them go on first.
+            if let Some(t) = tool
+                .filter(|t| kind == "tool_call_update" && self.replayed_spawns.holds_spawn(sid, t))
+            {
+                if let Some(update) = parse_update() {
+                    self.held_spawn_ended(sid, t, update, out);
+                    return;
+                }
+            }
+            let spawn = kind == "tool_call"
+                && parse_update().is_some_and(|u| self.detector.spawn(&u).is_some());
+            if !spawn {
+                self.release_held_spawns(sid, out);
+            }
+        }
         if let Some(cid) = self.agent_replays.child_of(sid).cloned() {
             if self.followed_live(&cid, sid, kind) {
                 // A running background child fetched at its launch streams on (Kilo).
@@ -228,10 +250,16 @@ impl Engine {
         }
         if names_parent && self.detector.any_child_ref() {
             // The agent's own child id on the event (Copilot's agentId), bound to a spawn.
-            if let Some((cid, update)) = parse_update().and_then(|u| self.child_by_ref(sid, u, out))
-            {
-                self.child_event(&cid, sid, Some(update), frame, out);
-                return;
+            if let Some(update) = parse_update() {
+                match self.child_by_ref(sid, update, &frame, out) {
+                    ByRef::Child(cid, update) => {
+                        self.child_event(&cid, sid, Some(update), frame, out);
+                        return;
+                    }
+                    // The agent's record may still tie the id: the event waits for it.
+                    ByRef::Held => return,
+                    ByRef::Unbound => {}
+                }
             }
         }
         // A card another link made (or one the agent claims): never a spawn here.
@@ -247,6 +275,12 @@ impl Engine {
             && (kind == "tool_call" || (kind == "tool_call_update" && fields.has_status));
         if !names_parent && !may_spawn && self.detector.any_timing() {
             if let Some(cid) = self.timed_child(sid, kind, tool) {
+                // Behind child events that wait for the agent's record to tie their id, in
+                // order: where it goes is decided once they went.
+                if let Some(update) = parse_update().filter(|_| self.ties_awaited_in(sid)) {
+                    self.wait_for_ties(sid, &frame, update);
+                    return;
+                }
                 let update = parse_update().map(|u| self.mark_inferred(&cid, u, "timing", out));
                 self.child_event(&cid, sid, update, frame, out);
                 return;
@@ -321,6 +355,13 @@ impl Engine {
                     top_session: ClientSessionId::new(sid.to_owned()),
                     spawn_id: t.to_owned(),
                 };
+                if kind == "tool_call"
+                    && self.hold_replayed_spawn(&site, &spawn.tool_name, spawn.preset, &update)
+                {
+                    // Its end says whether it is a stored child's, replayed under a new id.
+                    return;
+                }
+                self.release_held_spawns(sid, out);
                 self.new_spawn(site, spawn.tool_name, spawn.preset, update, out);
             } else {
                 self.pass_to_top_level(frame, tf, out);

@@ -31,6 +31,7 @@ impl Engine {
             // legacy child runs.
             let unmarked_may_matter = self.reg.has_agent_children()
                 || !self.agent_replays.is_empty()
+                || self.replayed_spawns.any()
                 || (self.detector.any_timing() && self.reg.has_open_legacy_children());
             if unmarked_may_matter {
                 Sieve::Each

@@ -565,7 +565,7 @@ fn load_child(
         .prepare_cached(
             "SELECT parent_session_id, spawn_tool_call_id, agent, cwd, title, state,
                     entry_count, turns, updated_at, log, log_seq, log_count, log_bytes,
-                    tool_name
+                    tool_name, agent_child_id
              FROM children WHERE child_id = ?1",
         )
         .and_then(|mut stmt| {
@@ -587,6 +587,7 @@ fn load_child(
                         r.get::<_, i64>(12)?,
                     ),
                     r.get::<_, Option<String>>(13)?,
+                    r.get::<_, Option<String>>(14)?,
                 ))
             })
             .optional()
@@ -604,6 +605,7 @@ fn load_child(
         updated_at,
         log,
         tool_name,
+        agent_child_id,
     )) = row
     else {
         return Ok(None);
@@ -687,6 +689,7 @@ fn load_child(
         cwd,
         title,
         tool_name,
+        agent_child_id,
         state,
         updates,
         entry_count,

@@ -64,6 +64,13 @@ pub(super) const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE children ADD COLUMN tool_name TEXT;
     "#,
+    // 5: the agent's own id for the child (a preset's `agent_child_id`, such as Kimi's
+    // `agent_id`), so that a reopened parent whose agent replays the spawn under a new tool
+    // call id finds the stored child by it. NULL in rows written before, or when the agent
+    // names none.
+    r#"
+    ALTER TABLE children ADD COLUMN agent_child_id TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

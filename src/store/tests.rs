@@ -482,6 +482,14 @@ const FIXTURES: &[&str] = &[
                '[[0,1]]', 2, 4, 1700000000, 1700000000, 'task');
        INSERT INTO updates (child_id, seq, count, body)
        VALUES ('old-child', 0, 2, '{"a"' || char(10) || ':1}');"#,
+    // Version 5: the same child, with the agent's own id for it.
+    r#"INSERT INTO children (child_id, parent_session_id, spawn_tool_call_id, agent, cwd,
+            title, state, entry_count, turns, update_count, update_bytes, created_at, updated_at,
+            tool_name, agent_child_id)
+       VALUES ('old-child', 'old-parent', 'call-1', 'demo', '/w', 'Old task', 'completed', 2,
+               '[[0,1]]', 2, 4, 1700000000, 1700000000, 'task', 'a705fd8f5');
+       INSERT INTO updates (child_id, seq, count, body)
+       VALUES ('old-child', 0, 2, '{"a"' || char(10) || ':1}');"#,
 ];
 
 /// The transcript file the version 3 fixture names, and its text.
@@ -528,6 +536,9 @@ fn a_store_at_any_earlier_version_migrates_to_the_latest() {
             // Only rows written at version 4 on know the tool; older ones read as unknown.
             let tool = (version >= 4).then_some("task");
             assert_eq!(child.tool_name.as_deref(), tool, "from {version}");
+            // Only rows written at version 5 on know the agent's own id for the child.
+            let agent_id = (version >= 5).then_some("a705fd8f5");
+            assert_eq!(child.agent_child_id.as_deref(), agent_id, "from {version}");
             assert_eq!(
                 child.turns,
                 [TurnRange {

@@ -565,6 +565,14 @@ fn apply(conn: &Connection, op: &StoreOp, now: i64) -> Result<(), BatchError> {
             )?
             .execute(params![child_id.as_str(), entry_count, encode_turns(turns)])?;
         }
+        StoreOp::SetAgentChildId {
+            child_id,
+            agent_child_id,
+        } => {
+            ensure_child(conn, child_id.as_str(), now)?;
+            conn.prepare_cached("UPDATE children SET agent_child_id = ?2 WHERE child_id = ?1")?
+                .execute(params![child_id.as_str(), agent_child_id])?;
+        }
     }
     Ok(())
 }

@@ -134,6 +134,10 @@ pub struct Child {
     /// `agent_session` ([`Child::own_agent_session`]), before the child goes into the registry,
     /// which indexes it.
     agent_child: Option<AgentSessionId>,
+    /// The agent's own id for this child as its spawn named it (a preset's
+    /// `agent_child_id`), kept in the store: a reopened parent whose agent replays the spawn
+    /// under a new tool call id finds the child by it.
+    pub agent_id: Option<String>,
     /// The agent's name for the spawning tool.
     pub tool_name: String,
     /// The preset that claimed the spawn: the child's later signals are read through it
@@ -190,6 +194,7 @@ impl Child {
             top_session,
             spawn_id,
             agent_child: None,
+            agent_id: None,
             tool_name,
             preset: None,
             title: String::new(),

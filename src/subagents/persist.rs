@@ -19,6 +19,9 @@ pub struct StoredChild {
     pub title: Option<String>,
     /// The agent's name for the spawning tool (absent in rows of older stores).
     pub tool_name: Option<String>,
+    /// The agent's own id for the child (`agent_child_id`), if it named one (absent in rows
+    /// of older stores).
+    pub agent_child_id: Option<String>,
     pub state: ChildState,
     /// The child's session/update `update` objects, exact JSON text, in order.
     pub updates: Vec<String>,
@@ -62,5 +65,10 @@ pub enum StoreOp {
         child_id: ChildId,
         entry_count: u32,
         turns: Vec<TurnRange>,
+    },
+    /// The agent's own id for the child (`agent_child_id`).
+    SetAgentChildId {
+        child_id: ChildId,
+        agent_child_id: String,
     },
 }

@@ -17,6 +17,9 @@ use crate::subagents::records::{self, Location, Record, RecordWatch, MAX_RECORD_
 
 /// How often a followed record is read again.
 pub(crate) const POLL: Duration = Duration::from_millis(250);
+/// How often while a record that ties a child's id to its spawn is followed: the child's
+/// events may wait for that tie (a sync child of Copilot's runs for a tenth of a second).
+pub(crate) const QUICK_POLL: Duration = Duration::from_millis(20);
 /// How long a record is followed before the proxy gives up on it.
 const FOLLOW_FOR: Duration = Duration::from_secs(6 * 3600);
 /// Records followed at once, at most (more are not followed).
@@ -32,6 +35,8 @@ struct Shared {
     ended: Mutex<Vec<(String, Record)>>,
     /// Records followed (or asked for and not taken up yet).
     followed: AtomicUsize,
+    /// Of them, those read every [`QUICK_POLL`].
+    quick: AtomicUsize,
 }
 
 /// The follower: started with the first record to follow.
@@ -42,8 +47,21 @@ pub(crate) struct RecordFollower {
 }
 
 impl RecordFollower {
-    /// Follow a child's record; false if it cannot be (too many followed, no thread).
+    /// Follow a child's record; false if it cannot be (too many followed, no thread): the
+    /// record is then reported as not found at once, so nothing waits for it.
     pub(crate) fn follow(&mut self, watch: RecordWatch) -> bool {
+        let child = watch.child.clone();
+        let followed = self.try_follow(watch);
+        if !followed {
+            match self.shared.ended.lock() {
+                Ok(mut v) => v.push((child, Record::default())),
+                Err(poisoned) => poisoned.into_inner().push((child, Record::default())),
+            }
+        }
+        followed
+    }
+
+    fn try_follow(&mut self, watch: RecordWatch) -> bool {
         if self.shared.followed.load(Ordering::Acquire) >= MAX_FOLLOWED {
             return false;
         }
@@ -58,15 +76,28 @@ impl RecordFollower {
             }
             self.watches = Some(tx);
         }
+        let quick = usize::from(watch.format.ties_ids());
         self.shared.followed.fetch_add(1, Ordering::AcqRel);
+        self.shared.quick.fetch_add(quick, Ordering::AcqRel);
         let sent = self
             .watches
             .as_ref()
             .is_some_and(|tx| tx.send(watch).is_ok());
         if !sent {
             self.shared.followed.fetch_sub(1, Ordering::AcqRel);
+            self.shared.quick.fetch_sub(quick, Ordering::AcqRel);
         }
         sent
+    }
+
+    /// How often the shell should collect what the records told: quicker while a record that
+    /// ties ids is followed (the child's events wait for it).
+    pub(crate) fn every(&self) -> Duration {
+        if self.shared.quick.load(Ordering::Acquire) > 0 {
+            QUICK_POLL
+        } else {
+            POLL
+        }
     }
 
     /// Whether any record is followed, or told an end not taken yet (the shell then polls).
@@ -115,13 +146,19 @@ fn follow_loop(rx: &mpsc::Receiver<RecordWatch>, shared: &Shared) {
     let env = |k: &str| std::env::var_os(k);
     let mut followed: Vec<Followed> = Vec::new();
     loop {
-        match rx.recv_timeout(POLL) {
+        let every = if followed.iter().any(|f| f.watch.format.ties_ids()) {
+            QUICK_POLL
+        } else {
+            POLL
+        };
+        match rx.recv_timeout(every) {
             Ok(watch) => followed.push(Followed::new(watch)),
             Err(RecvTimeoutError::Timeout) => {}
             // The shell is gone: so is the session.
             Err(RecvTimeoutError::Disconnected) => return,
         }
         let before = followed.len();
+        let mut quick_done = 0;
         let report = |child: &str, record: Record| {
             if let Ok(mut v) = shared.ended.lock() {
                 v.push((child.to_owned(), record));
@@ -129,22 +166,25 @@ fn follow_loop(rx: &mpsc::Receiver<RecordWatch>, shared: &Shared) {
         };
         followed.retain_mut(|f| {
             let record = match poll(f, &env) {
-                Poll::Ended(record) => record,
+                Poll::Told(record) => record,
                 Poll::Again if Instant::now() < f.until => return true,
                 Poll::Again | Poll::GiveUp => Record::default(),
             };
             report(&f.watch.child, record);
+            quick_done += usize::from(f.watch.format.ties_ids());
             false
         });
         let done = before - followed.len();
         if done > 0 {
+            shared.quick.fetch_sub(quick_done, Ordering::AcqRel);
             shared.followed.fetch_sub(done, Ordering::AcqRel);
         }
     }
 }
 
 enum Poll {
-    Ended(Record),
+    /// The record told what it was followed for (`Record::told`).
+    Told(Record),
     Again,
     GiveUp,
 }
@@ -153,6 +193,7 @@ fn poll(f: &mut Followed, env: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> P
     if f.path.is_none() {
         match records::locate(&f.watch, env) {
             None => return Poll::GiveUp,
+            Some(Location::At(path)) => f.path = Some(path),
             Some(Location::Under { dir, tail }) => f.path = find(&dir, &tail),
             // Found by its contents: each candidate read whole (the child's ended by now or
             // soon; its file is then followed like any other).
@@ -162,8 +203,8 @@ fn poll(f: &mut Followed, env: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> P
                 suffix,
             }) => {
                 let (path, record) = find_among(&dir, prefix, suffix, &f.watch);
-                if let Some(record) = record.filter(Record::ended) {
-                    return Poll::Ended(record);
+                if let Some(record) = record.filter(Record::told) {
+                    return Poll::Told(record);
                 }
                 f.path = path;
                 return Poll::Again;
@@ -176,6 +217,9 @@ fn poll(f: &mut Followed, env: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> P
     let Ok(meta) = std::fs::metadata(path) else {
         return Poll::Again;
     };
+    if f.watch.format.ties_ids() {
+        return poll_log(f, meta.len());
+    }
     if meta.len() > MAX_RECORD_BYTES {
         tracing::warn!(
             "subagent {}: the agent's record {} is over {MAX_RECORD_BYTES} bytes: not read",
@@ -192,11 +236,59 @@ fn poll(f: &mut Followed, env: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> P
     };
     f.len = bytes.len() as u64;
     let record = records::parse(&f.watch, &bytes);
-    if record.ended() {
-        Poll::Ended(record)
+    if record.told() {
+        Poll::Told(record)
     } else {
         Poll::Again
     }
+}
+
+/// A session log that ties ids (append-only, a JSON object a line, the whole session's):
+/// only what was appended since the last poll is read, whole lines, at most
+/// [`MAX_RECORD_BYTES`] a poll, so a long session's log is followed at the cost of its growth.
+fn poll_log(f: &mut Followed, len: u64) -> Poll {
+    if len < f.len {
+        // Rewritten from the start: read it again.
+        f.len = 0;
+    }
+    if len == f.len {
+        return Poll::Again;
+    }
+    let Some(path) = &f.path else {
+        return Poll::Again;
+    };
+    let Ok(bytes) = read_range(path, f.len, MAX_RECORD_BYTES) else {
+        return Poll::Again;
+    };
+    // Whole lines only: a line still being written is read again with the rest of it.
+    let Some(end) = bytes.iter().rposition(|b| *b == b'\n') else {
+        if bytes.len() as u64 >= MAX_RECORD_BYTES {
+            tracing::warn!(
+                "subagent {}: a line of the agent's log {} is over {MAX_RECORD_BYTES} bytes: not read",
+                f.watch.child,
+                path.display()
+            );
+            return Poll::GiveUp;
+        }
+        return Poll::Again;
+    };
+    f.len += end as u64 + 1;
+    let record = records::parse(&f.watch, &bytes[..=end]);
+    if record.told() {
+        Poll::Told(record)
+    } else {
+        Poll::Again
+    }
+}
+
+/// At most `max` bytes of `path` from `from` on.
+fn read_range(path: &Path, from: u64, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path)?;
+    file.seek(SeekFrom::Start(from))?;
+    let mut bytes = Vec::new();
+    file.take(max).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// `tail` under one of the folders of `dir` (the first found, in no particular order).
@@ -273,6 +365,97 @@ mod tests {
     }
 
     #[test]
+    fn a_log_that_ties_ids_is_read_quickly_until_it_names_the_childs_id() {
+        let home = tempfile::tempdir().expect("temp dir");
+        std::env::set_var("COPILOT_HOME", home.path());
+        let dir = home.path().join("session-state/sess-2");
+        let mut f = RecordFollower::default();
+        assert!(f.follow(RecordWatch {
+            child: "child-2".into(),
+            session: AgentSessionId::new("sess-2".to_owned()),
+            agent_id: String::new(),
+            task: None,
+            spawn: "call_0001".into(),
+            format: ChildRecord::Copilot,
+            within_ms: 60_000,
+        }));
+        assert_eq!(f.every(), QUICK_POLL);
+        // Not there yet: the log is written after the ask.
+        std::thread::sleep(QUICK_POLL * 3);
+        assert!(f.take_ended().is_empty());
+        std::fs::create_dir_all(&dir).expect("log folder");
+        let line = serde_json::json!({"type": "subagent.started",
+            "data": {"toolCallId": "call_0001"}, "agentId": "b563eda7"});
+        // A line of another spawn, then one still being written: nothing yet.
+        let other = serde_json::json!({"type": "subagent.started",
+            "data": {"toolCallId": "call_0009"}, "agentId": "other"});
+        let text = format!("{other}\n{line}\n");
+        let (head, rest) = text.split_at(text.len() - 10);
+        std::fs::write(dir.join("events.jsonl"), head).expect("write");
+        std::thread::sleep(QUICK_POLL * 3);
+        assert!(f.take_ended().is_empty(), "a torn line is not read");
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.join("events.jsonl"))
+            .expect("open");
+        std::io::Write::write_all(&mut file, rest.as_bytes()).expect("append");
+        let got = wait_for(&f);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].0, "child-2");
+        assert_eq!(got[0].1.agent_id.as_deref(), Some("b563eda7"));
+        let until = Instant::now() + Duration::from_secs(5);
+        while f.active() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(f.every(), POLL, "back to the slow pace");
+    }
+
+    #[test]
+    fn a_log_past_the_record_limit_is_read_as_it_grows() {
+        let home = tempfile::tempdir().expect("temp dir");
+        let dir = home.path().join("session-state/sess-3");
+        std::fs::create_dir_all(&dir).expect("log folder");
+        let log = dir.join("events.jsonl");
+        // A long session's log: more than a record may be.
+        let filler = format!(
+            "{}\n",
+            serde_json::json!({"type": "assistant.message", "data": {"content": "x".repeat(1000)}})
+        );
+        let lines = (MAX_RECORD_BYTES as usize / filler.len()) + 64;
+        std::fs::write(&log, filler.repeat(lines)).expect("write");
+        let mut followed = Followed::new(RecordWatch {
+            child: "child-3".into(),
+            session: AgentSessionId::new("sess-3".to_owned()),
+            agent_id: String::new(),
+            task: None,
+            spawn: "call_0001".into(),
+            format: ChildRecord::Copilot,
+            within_ms: 60_000,
+        });
+        followed.path = Some(log.clone());
+        let env = |_: &str| None;
+        while matches!(poll(&mut followed, &env), Poll::Again)
+            && followed.len < (filler.len() * lines) as u64
+        {}
+        assert_eq!(
+            followed.len,
+            (filler.len() * lines) as u64,
+            "read to its end"
+        );
+        let line = serde_json::json!({"type": "subagent.started",
+            "data": {"toolCallId": "call_0001"}, "agentId": "late-id"});
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&log)
+            .expect("open");
+        std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes()).expect("append");
+        match poll(&mut followed, &env) {
+            Poll::Told(record) => assert_eq!(record.agent_id.as_deref(), Some("late-id")),
+            _ => panic!("the appended tie is read"),
+        }
+    }
+
+    #[test]
     fn a_record_is_followed_until_it_says_the_child_ended() {
         let home = tempfile::tempdir().expect("temp dir");
         // The follower reads the proxy's own environment, as the agent inherits it.
@@ -294,6 +477,7 @@ mod tests {
             session: AgentSessionId::new("sess-1".into()),
             agent_id: "a1".into(),
             task: None,
+            spawn: String::new(),
             format: ChildRecord::ClaudeCode,
             within_ms: 60_000,
         }));

@@ -12,7 +12,7 @@ use tokio::time::{Duration, Instant};
 use super::agent_reader::Chunk;
 use super::framing::Frame;
 use super::outbox::Outbox;
-use super::records::{RecordFollower, POLL};
+use super::records::RecordFollower;
 use crate::chain::{Chain, Dialect, Route};
 use crate::dump::{Direction, Dump};
 use crate::engine::{Action, Engine, Millis, Note, NoteLevel};
@@ -119,8 +119,9 @@ impl Shell {
         // While records are followed, a tick collects the ends they tell: on a fixed grid,
         // so that a busy relay (whose every wake-up asks again) cannot put it off for good.
         let records = self.records.active().then_some(()).and_then(|()| {
-            let polls = self.clock.elapsed().as_millis() / POLL.as_millis() + 1;
-            let at = u64::try_from(polls * POLL.as_millis()).ok()?;
+            let every = self.records.every().as_millis();
+            let polls = self.clock.elapsed().as_millis() / every + 1;
+            let at = u64::try_from(polls * every).ok()?;
             self.clock.checked_add(Duration::from_millis(at))
         });
         engine.into_iter().chain(records).min()
@@ -296,10 +297,15 @@ impl Shell {
         let now = self.now();
         self.engine.handle_timeout(now, &mut self.actions);
         for (child, record) in self.records.take_ended() {
-            self.note(format!(
-                "subagent {child}: the agent's record says it ended ({} updates)",
-                record.updates.len()
-            ));
+            self.note(match (&record.agent_id, record.ended()) {
+                (Some(id), false) => {
+                    format!("subagent {child}: the agent's record names its id {id}")
+                }
+                _ => format!(
+                    "subagent {child}: the agent's record says it ended ({} updates)",
+                    record.updates.len()
+                ),
+            });
             self.engine
                 .record_read(&child, record, now, &mut self.actions);
         }

@@ -120,10 +120,10 @@ const COPILOT_EARLY_COMMANDS: &str =
     "copilot 1.0.102 sends `available_commands_update` before its `session/new` answer, for a \
      session Zed does not know yet: Zed drops it (the proxy passes it on as sent)";
 const COPILOT_NO_TIE: &str =
-    "copilot 1.0.102: a child's events come on the parent with only Copilot's own agentId (tool \
-     calls) or nothing (words); in sync mode the wire binds that id to no spawn, so with two \
-     children open neither id can be bound (only a lone open spawn's is, inferred) and the \
-     children's words and tool calls stay in the parent";
+    "copilot 1.0.102: a child's words come on the parent with nothing naming the child (no id, \
+     unlike its tool calls, whose agentId the proxy ties to the spawn from Copilot's session \
+     log): with two children open, timing cannot attribute them, so they stay in the parent; \
+     each child thread holds the task, the child's tool calls and its answer";
 const TIMING_TAIL: &str =
     "timing attribution: with two children open a child's words stay in the parent; once the \
      other child's spawn has ended, the rest of the open child's words (a tail such as \
@@ -143,12 +143,6 @@ const CLINE_NO_TIE: &str =
 const AGENTPOOL_REPLAYS_NOTHING: &str =
     "AgentPool 2.9.18: session/load replays nothing of the parent: the reopened thread holds \
      the cards the proxy restores from its store, not the user's prompt or the answer";
-
-const KIMI_REPLAY_IDS: &str =
-    "Kimi: session/load replays each spawn under a new tool call id (a new turn uuid), so the \
-     reopened card opens a new child thread (the task and the answer, from the replay) instead \
-     of the stored one; Kimi's agent_id in the result is stable, but no preset key ties a stored \
-     child to it yet";
 
 const KILO_NO_LIVE_END: &str =
     "kilo 7.7.7: a background child followed live (loaded at its launch) streams its work on its \
@@ -368,10 +362,11 @@ pub(crate) const EXPECT: &[Expect] = &[
         card_title: "Survey text files ({tag})",
         title_max_chars: 0,
         tool_name: "task",
-        // The child's tool calls carry Copilot's own agentId: bound to a background spawn by
-        // its launch result, to a lone sync spawn by inference; its words go by timing. Two at
-        // once stay in the parent. A background child ends with `read_agent`'s result.
-        child_tools_in: &["one", "background"],
+        // The child's tool calls carry Copilot's own agentId: bound to its spawn by Copilot's
+        // session log (which the proxy reads), by a background launch's result, or to a lone
+        // sync spawn by inference; its words go by timing (two at once: they stay in the
+        // parent). A background child ends with `read_agent`'s result.
+        child_tools_in: &["one", "two", "background"],
         child_answer_in: &["one", "two", "background"],
         background_followup: true,
         background_open: false,
@@ -477,7 +472,7 @@ pub(crate) const EXPECT: &[Expect] = &[
         background_open: true,
         child_event_keys: &[],
         sibling_calls: "",
-        known_bugs: &[bug("*", "reopen", "reopen:", KIMI_REPLAY_IDS)],
+        known_bugs: &[],
     },
     Expect {
         kit: "vibe",

@@ -57,6 +57,7 @@ mod zed_kilo;
 mod zed_limits;
 mod zed_opencode;
 mod zed_reader;
+mod zed_replayed_ids;
 mod zed_rules;
 mod zed_scenarios;
 mod zed_timing_agents;

@@ -58,7 +58,7 @@ fn stats_and_prune() {
     let out = ok_stdout(&["store", "stats", "--store", p]);
     for line in [
         format!("store: {p}\n"),
-        "schema version: 4\n".into(),
+        "schema version: 5\n".into(),
         "children: 2\n".into(),
         "updates: 50\n".into(),
         "file size: ".into(),

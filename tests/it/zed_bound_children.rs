@@ -2,15 +2,17 @@
 //! 1.0.102's real frames: its children's tool calls carry `_meta["github.com/copilot"].agentId`.
 //! A background launch names that id in its result (`agent_id: <id>`), so the id is bound to
 //! the spawn before the child's first event; a sync child's id is bound to the only open spawn
-//! when it first appears (inferred, and marked so); with two spawns open nothing binds it and
-//! the children's tool calls stay in the parent. The main agent's `read_agent` result names the
-//! id too: it ends the background child (a preset `end` rule with `child_id`), and stays the
-//! parent's own tool call.
+//! when it first appears (inferred, and marked so); with two spawns open, Copilot's session log
+//! (`events.jsonl`, `subagent.started {toolCallId, agentId}`) ties each id to its spawn, and
+//! the children's tool calls wait for it; without the log nothing binds it and they stay in
+//! the parent. The main agent's `read_agent` result names the id too: it ends the background
+//! child (a preset `end` rule with `child_id`), and stays the parent's own tool call.
 //!
-//! The agent frames: `tests/fixtures/e2e/copilot-1.0.102-{one,two,background}.dump.jsonl`
-//! (runs of the e2e kit through this proxy).
+//! The agent frames: `tests/fixtures/e2e/copilot-1.0.102-{one,two,two-log,background}.dump.jsonl`
+//! (runs of the e2e kit through this proxy), and the session log of the `two-log` run.
 
 use acp_proxy::subagents::ids::child_session_id;
+use acp_proxy::subagents::records::{self, Record};
 use serde_json::Value;
 
 use crate::support::engine::{dump_fixture, entry_lines, play, zed_config, Harness, StoreModel};
@@ -113,11 +115,187 @@ fn a_lone_sync_childs_id_is_bound_by_inference_and_marked() {
     }));
 }
 
+/// Plays a dump; each record the engine asks for is answered, as the shell's follower
+/// answers it, from `log` (Copilot's session log of the run; none: not found), once a frame
+/// that `answer_after` picks was played (until then the asks stay unanswered).
+fn play_with_log(
+    h: &mut Harness,
+    frames: &[(String, Value)],
+    log: Option<&[u8]>,
+    answer_after: impl Fn(&Value) -> bool,
+) {
+    let mut answered = 0;
+    let mut due = false;
+    for (dir, msg) in frames {
+        match dir.as_str() {
+            "out" => h.client(msg.clone()),
+            _ => h.agent(msg.clone()),
+        }
+        due = due || answer_after(msg);
+        while due && answered < h.records.len() {
+            let watch = h.records[answered].clone();
+            answered += 1;
+            let record = log.map_or_else(Record::default, |l| records::parse(&watch, l));
+            h.record_read(&watch.child, record);
+        }
+    }
+}
+
+fn copilot_log() -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/e2e/copilot-1.0.102-two-log.events.jsonl");
+    std::fs::read(&path).expect("the session log fixture")
+}
+
+/// A child's tool call, carrying Copilot's agentId.
+fn is_child_call(msg: &Value) -> bool {
+    msg.pointer("/params/update/_meta/github.com~1copilot/agentId")
+        .is_some()
+}
+
+#[test]
+fn copilots_session_log_ties_each_open_spawns_child_id() {
+    const PARENT: &str = "c51ad475-44f7-47aa-a1d4-d5cfbc7eaa7f";
+    let log = copilot_log();
+    let frames = dump_fixture("e2e/copilot-1.0.102-two-log.dump.jsonl");
+    // The log read before the children's first tool call, and read only once the first one
+    // came (which then waits for it).
+    let at_once = |_: &Value| true;
+    for (late, answer_after) in [
+        (false, &at_once as &dyn Fn(&Value) -> bool),
+        (true, &is_child_call),
+    ] {
+        let mut h = Harness::with_store(zed_config(), StoreModel::default());
+        play_with_log(&mut h, &frames, Some(&log), answer_after);
+        assert_eq!(h.records.len(), 2, "one ask per spawn: {:?}", h.records);
+        assert!(h.records.iter().all(|w| w.session.as_str() == PARENT));
+        let parent = h.zed.threads[PARENT].clone();
+        assert_eq!(parent.cards().len(), 2);
+        let calls: Vec<String> = parent.tool_calls().map(|t| t.id.clone()).collect();
+        assert_eq!(
+            calls,
+            ["call_0001", "call_0002"],
+            "late {late}: only the spawns"
+        );
+        for (spawn, id) in [
+            ("call_0001", "b563eda7-ce31-4dfa-b1bc-e14c3acc5ed5"),
+            ("call_0002", "f41c67c8-c5b3-48b8-9465-92b3b7559357"),
+        ] {
+            let child = child_session_id(PARENT, spawn);
+            assert!(
+                h.notes.iter().any(|n| n.contains(&format!(
+                    "{child}: the agent's own id {id} is bound to it (the agent's record names it)"
+                ))),
+                "{:?}",
+                h.notes
+            );
+        }
+        // Alpha's `glob` is call_0004, beta's call_0003: each in its own thread, before the
+        // answer, not marked as a guess.
+        for (spawn, call) in [("call_0001", "call_0004"), ("call_0002", "call_0003")] {
+            let child = child_session_id(PARENT, spawn);
+            h.load_child(&child);
+            let lines = entry_lines(&h.zed.threads[&child].entries);
+            let tag = if spawn == "call_0001" {
+                "alpha"
+            } else {
+                "beta"
+            };
+            assert!(
+                lines[0].starts_with(&format!("user:SUBAGENT:{tag} ")),
+                "{lines:?}"
+            );
+            assert!(
+                lines.contains(&format!("tool:{call}:completed")),
+                "late {late}: {lines:?}"
+            );
+            // The answer, or (alpha here) the tail of its words that timing gave the child
+            // once beta's spawn had ended: words carry no id (a known gap, TIMING_TAIL in
+            // the e2e kits).
+            assert!(
+                lines
+                    .last()
+                    .is_some_and(|l| l.starts_with("agent:") && l.ends_with("a.txt, b.txt.")),
+                "late {late}: {lines:?}"
+            );
+        }
+        assert!(!sent(&h).iter().any(|v| {
+            v.pointer("/params/update/_meta/acp-proxy/attribution")
+                == Some(&Value::from("inferred"))
+        }));
+        assert!(h.zed.rejected.is_empty(), "{:?}", h.zed.rejected);
+    }
+}
+
+/// The main agent's last words, after both children ended.
+fn is_main_done(msg: &Value) -> bool {
+    msg.pointer("/params/update/content/text")
+        .and_then(Value::as_str)
+        .is_some_and(|t| t.starts_with("MAIN-DONE"))
+}
+
+#[test]
+fn a_tie_read_after_the_children_ran_keeps_each_thread_in_order() {
+    // As in the kit's runs: Copilot's log had the ties only once both children had finished
+    // on the wire. Their tool calls, the words timing would have given a child meanwhile and
+    // the spawns' answers wait; then each thread reads task, tool call, answer.
+    const PARENT: &str = "c51ad475-44f7-47aa-a1d4-d5cfbc7eaa7f";
+    let log = copilot_log();
+    let frames = dump_fixture("e2e/copilot-1.0.102-two-log.dump.jsonl");
+    let mut h = Harness::with_store(zed_config(), StoreModel::default());
+    play_with_log(&mut h, &frames, Some(&log), is_main_done);
+    for (spawn, tag, call) in [
+        ("call_0001", "alpha", "call_0004"),
+        ("call_0002", "beta", "call_0003"),
+    ] {
+        let child = child_session_id(PARENT, spawn);
+        assert_eq!(
+            thread_of(&mut h, &child),
+            [
+                format!("user:SUBAGENT:{tag} list the text files in the project and report what you find"),
+                format!("tool:{call}:completed"),
+                format!("agent:SUB-ANSWER {tag}: the project holds a.txt, b.txt."),
+            ]
+        );
+    }
+    let parent = &h.zed.threads[PARENT];
+    let calls: Vec<&str> = parent.tool_calls().map(|t| t.id.as_str()).collect();
+    assert_eq!(calls, ["call_0001", "call_0002"]);
+    assert!(h.zed.rejected.is_empty(), "{:?}", h.zed.rejected);
+}
+
+fn thread_of(h: &mut Harness, child: &str) -> Vec<String> {
+    h.load_child(child);
+    entry_lines(&h.zed.threads[child].entries)
+}
+
+#[test]
+fn without_the_session_log_two_open_spawns_leave_an_unseen_id_unbound() {
+    // The ask answered, not found: the wire alone decides, as before the log was read.
+    let frames = dump_fixture("e2e/copilot-1.0.102-two-log.dump.jsonl");
+    let mut h = Harness::with_store(zed_config(), StoreModel::default());
+    play_with_log(&mut h, &frames, None, is_child_call);
+    let parent = &h.zed.threads["c51ad475-44f7-47aa-a1d4-d5cfbc7eaa7f"];
+    assert!(parent.card("call_0003").is_some() && parent.card("call_0004").is_some());
+    assert!(!h.notes.iter().any(|n| n.contains("is bound to it")));
+    assert!(h
+        .notes
+        .iter()
+        .any(|n| n.contains("the agent's record did not name its own id")));
+    assert!(h.zed.rejected.is_empty(), "{:?}", h.zed.rejected);
+}
+
 #[test]
 fn two_open_spawns_leave_an_unseen_id_unbound() {
     const PARENT: &str = "a2f9c948-ca2b-45ef-8a30-564262d8fca0";
     let mut h = Harness::with_store(zed_config(), StoreModel::default());
-    play(&mut h, &dump_fixture("e2e/copilot-1.0.102-two.dump.jsonl"));
+    // No session log of this run: each ask is answered as not found.
+    play_with_log(
+        &mut h,
+        &dump_fixture("e2e/copilot-1.0.102-two.dump.jsonl"),
+        None,
+        |_| true,
+    );
     let parent = h.zed.threads[PARENT].clone();
     assert_eq!(parent.cards().len(), 2);
     // Neither child's `glob` can be told apart on the wire: both stay in the parent.
@@ -145,9 +323,11 @@ fn an_id_first_seen_with_two_spawns_open_stays_in_the_parent_after_one_ends() {
     for scan_ahead in [false, true] {
         let mut h = Harness::with_store(zed_config(), StoreModel::default());
         h.scan_ahead = scan_ahead;
-        play(
+        play_with_log(
             &mut h,
             &dump_fixture("e2e/copilot-1.0.102-two-late.dump.jsonl"),
+            None,
+            |_| true,
         );
         let parent = &h.zed.threads[PARENT];
         assert_eq!(parent.cards().len(), 2);

@@ -93,6 +93,7 @@ fn claude_watch(agent_id: &str) -> RecordWatch {
         session: AgentSessionId::new(String::new()),
         agent_id: agent_id.to_owned(),
         task: None,
+        spawn: String::new(),
         format: ChildRecord::ClaudeCode,
         within_ms: 0,
     }

@@ -164,6 +164,7 @@ impl Engine {
             };
             let busy = self.agent_replays.pending(&old)
                 || self.child_records.awaited(old.as_str())
+                || self.bindings.tie_pending(old.as_str())
                 || self.reg.has_unfinished_child_of(&old);
             if busy || !self.reg.get(&old).is_some_and(|c| c.state().is_final()) {
                 continue;

@@ -143,6 +143,7 @@ impl Engine {
             return;
         };
         self.note_record_id(cid, preset, &update);
+        self.keep_agent_id(cid, preset, &update, out);
         let status = str_field(&update, "status").map(str::to_owned);
         self.spawn_frame_bind(cid, status.as_deref(), &update, out);
         // A reopened parent shows the card again: the child's recorded work with it, read
@@ -283,8 +284,9 @@ impl Engine {
             (Some(_), ending) => self.agent_replays.fallback(cid, ending),
             (None, Some(u)) => {
                 // The agent's record of the child, when its preset reads one and the wire
-                // brought none of its work, goes in the answer's place.
-                if !self.await_record(cid, &u, out) {
+                // brought none of its work, goes in the answer's place; while the child's
+                // events wait for the record to tie their id, the answer waits behind them.
+                if !self.await_tie(cid, &u) && !self.await_record(cid, &u, out) {
                     self.record_in(cid, &u, out);
                 }
             }

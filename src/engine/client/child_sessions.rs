@@ -221,6 +221,7 @@ pub(in crate::engine) fn restore_child(reg: &mut Children, stored: StoredChild) 
     if let Some(own) = agent_child {
         child.own_agent_session(own);
     }
+    child.agent_id = stored.agent_child_id;
     child.title = stored.title.unwrap_or_default();
     child.restore_state(stored.state);
     if !stored.updates.is_empty() {

@@ -32,6 +32,11 @@ impl Reopen {
         self.replaying.contains(top_session)
     }
 
+    /// Whether the card of `cid` was shown again in the current replay.
+    pub(in crate::engine) fn card_shown(&self, cid: &ChildId) -> bool {
+        self.cards_shown.contains(cid)
+    }
+
     /// The synthesized card of `cid` is shown again in this replay: whether it was not yet.
     pub(in crate::engine) fn show_card(&mut self, cid: &ChildId) -> bool {
         self.cards_shown.insert(cid.clone())
@@ -106,9 +111,12 @@ impl Engine {
     /// replays nothing, fast-agent only words): an agent that replays spawns brings its cards
     /// back itself, possibly under new tool call ids, and a second card would double them.
     pub(in crate::engine) fn end_replay(&mut self, session: &str, out: &mut Vec<Action>) {
-        if !self.reopen.replaying.remove(session) {
+        if !self.reopen.replaying.contains(session) {
             return;
         }
+        // A replayed spawn held for its end goes on as a new spawn, during the replay.
+        self.release_replayed_spawns(session, out);
+        self.reopen.replaying.remove(session);
         let agent_replays_spawns = self.reopen.spawns_replayed.remove(session);
         let mut missing: Vec<&Child> = self
             .reg

@@ -22,7 +22,7 @@ use crate::engine::{Action, Engine};
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::ChildState;
 use crate::subagents::preset::detect::PresetId;
-use crate::subagents::preset::spec::ChildRecord;
+use crate::subagents::preset::spec::{ChildRecord, RecordKey};
 use crate::subagents::records::{Record, RecordWatch};
 use crate::subagents::render;
 
@@ -125,20 +125,39 @@ impl Engine {
         true
     }
 
-    /// What to follow for the child, if its preset reads a record and the record can be
-    /// found (by the agent's id of the child, or by its task).
+    /// A foreground child's spawn completed with `answer` while events wait for the agent's
+    /// record to tie their id (`quirks::bind`): the answer waits for that record too, so that
+    /// the events it ties go first; true is returned. Otherwise the caller goes on.
+    pub(in crate::engine) fn await_tie(&mut self, cid: &ChildId, answer: &Value) -> bool {
+        if self.child_records.awaiting.len() >= MAX_KNOWN || !self.tie_awaited(cid) {
+            return false;
+        }
+        self.child_records
+            .awaiting
+            .insert(cid.clone(), answer.clone());
+        true
+    }
+
+    /// What to follow for the child, if its preset reads a record of its work and the record
+    /// can be found (by the agent's id of the child, its task or its spawn). A record that
+    /// only ties ids is asked for at the spawn (`quirks::bind`), not here.
     fn record_watch(&mut self, cid: &ChildId, within_ms: u64) -> Option<RecordWatch> {
         let child = self.reg.get(cid)?;
         let format = child.preset.map(|p| self.detector.child_record_of(p))?;
-        if format == ChildRecord::None || child.history_known() || child.passes_through() {
+        if format == ChildRecord::None
+            || format.ties_ids()
+            || child.history_known()
+            || child.passes_through()
+        {
             return None;
         }
         let agent_id = self.child_records.agent_ids.remove(cid).unwrap_or_default();
         let task = first_user_text(child.thread.first().map(|t| &**t));
-        let findable = match format {
-            ChildRecord::None => false,
-            ChildRecord::ClaudeCode => !agent_id.is_empty(),
-            ChildRecord::Cline => task.is_some(),
+        let findable = match format.key() {
+            None => false,
+            Some(RecordKey::AgentId) => !agent_id.is_empty(),
+            Some(RecordKey::Task) => task.is_some(),
+            Some(RecordKey::Spawn) => !child.spawn_id.is_empty(),
         };
         if !findable {
             return None;
@@ -148,6 +167,7 @@ impl Engine {
             session: child.agent_session.clone(),
             agent_id,
             task,
+            spawn: child.spawn_id.clone(),
             format,
             within_ms,
         })
@@ -161,6 +181,8 @@ impl Engine {
         record: Record,
         out: &mut Vec<Action>,
     ) {
+        // A record that ties the child's id: the events that waited for it go first.
+        self.tie_read(cid, record.agent_id.as_deref(), out);
         if let Some(answer) = self.child_records.awaiting.remove(cid) {
             self.awaited_record(cid, record, &answer, out);
             return;

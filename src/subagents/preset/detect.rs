@@ -407,6 +407,12 @@ impl Detector {
     }
 
     /// The agent's own id for the child.
+    /// Whether the preset reads the agent's own id for a child from its spawn.
+    pub fn reads_agent_child_id(&self, id: PresetId) -> bool {
+        self.preset(id)
+            .is_some_and(|p| !p.agent_child_id.is_empty())
+    }
+
     pub fn agent_child_id_of(&self, id: PresetId, update: &Value) -> Option<String> {
         self.read(id, update, |p| &p.agent_child_id)
     }

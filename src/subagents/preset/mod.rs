@@ -512,6 +512,10 @@ impl Preset {
             self.child_record == ChildRecord::Cline,
             "child record (Cline's subagent messages)",
         );
+        add(
+            self.child_record == ChildRecord::Copilot,
+            "child record (Copilot's session log: the child ids of spawns)",
+        );
         add(!self.background.is_empty(), "background launches");
         add(self.follow_background, "background children followed live");
         add(!self.end.is_empty(), "end signals");

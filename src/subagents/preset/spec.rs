@@ -276,6 +276,40 @@ pub enum ChildRecord {
     /// Cline's `~/.cline/data/sessions/<session>/agent_<id>.messages.json`, found by the
     /// child's task (its first message); the id is never on the wire.
     Cline,
+    /// GitHub Copilot CLI's session log, `session-state/<session>/events.jsonl` under its
+    /// home (`COPILOT_HOME`, else `~/.copilot`): its `subagent.started` line ties the spawn's
+    /// tool call id to the agent's own id of the child (`child_ref`); nothing else is read.
+    Copilot,
+}
+
+/// How the proxy finds a child in its agent's record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordKey {
+    /// By the agent's own id of the child (`agent_child_id`).
+    AgentId,
+    /// By the child's task.
+    Task,
+    /// By the spawn's tool call id.
+    Spawn,
+}
+
+impl ChildRecord {
+    /// How a child is found in the record; none when no record is read.
+    pub fn key(self) -> Option<RecordKey> {
+        match self {
+            ChildRecord::None => None,
+            ChildRecord::ClaudeCode => Some(RecordKey::AgentId),
+            ChildRecord::Cline => Some(RecordKey::Task),
+            ChildRecord::Copilot => Some(RecordKey::Spawn),
+        }
+    }
+
+    /// Whether the record ties the agent's own id of a child to its spawn (then asked for as
+    /// soon as the spawn appears, so that the child's events find their thread), rather than
+    /// telling the child's work.
+    pub fn ties_ids(self) -> bool {
+        self == ChildRecord::Copilot
+    }
 }
 
 /// A later frame that ends a background child: it names the spawn and a status.

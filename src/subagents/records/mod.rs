@@ -10,6 +10,7 @@
 mod blocks;
 pub mod claude;
 pub mod cline;
+pub mod copilot;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -33,6 +34,8 @@ pub struct RecordWatch {
     pub agent_id: String,
     /// The child's task, for a record found by it.
     pub task: Option<String>,
+    /// The spawn's tool call id, for a record that names the child by it.
+    pub spawn: String,
     pub format: ChildRecord,
     /// How long to follow it, in milliseconds; then the shell reports it as not found.
     pub within_ms: u64,
@@ -46,6 +49,9 @@ pub struct Record {
     pub updates: Vec<Value>,
     /// Its final answer, once the record says it ended.
     pub answer: Option<String>,
+    /// The agent's own id of the child, for a record that ties it to the spawn (the id the
+    /// child's events carry, `child_ref`).
+    pub agent_id: Option<String>,
 }
 
 impl Record {
@@ -53,11 +59,19 @@ impl Record {
     pub fn ended(&self) -> bool {
         self.answer.is_some()
     }
+
+    /// Whether the record told what it is followed for: the child's end, or, in a record
+    /// that ties ids (`ChildRecord::ties_ids`), the agent's id of the child.
+    pub fn told(&self) -> bool {
+        self.ended() || self.agent_id.is_some()
+    }
 }
 
 /// Where a record may be.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Location {
+    /// This file.
+    At(PathBuf),
     /// `tail` under one of the folders of `dir`.
     Under { dir: PathBuf, tail: PathBuf },
     /// One of the files of `dir` named `<prefix>…<suffix>`, the one whose contents are the
@@ -76,6 +90,7 @@ pub fn locate(watch: &RecordWatch, env: &dyn Fn(&str) -> Option<OsString>) -> Op
         ChildRecord::None => None,
         ChildRecord::ClaudeCode => claude::locate(watch.session.as_str(), &watch.agent_id, env),
         ChildRecord::Cline => cline::locate(watch.session.as_str(), env),
+        ChildRecord::Copilot => copilot::locate(watch.session.as_str(), env),
     }
 }
 
@@ -88,6 +103,7 @@ pub fn parse(watch: &RecordWatch, bytes: &[u8]) -> Record {
             Some(task) => cline::parse(task, bytes),
             None => Record::default(),
         },
+        ChildRecord::Copilot => copilot::parse(&watch.spawn, bytes),
     }
 }
 
@@ -123,6 +139,7 @@ mod tests {
             session: crate::subagents::ids::AgentSessionId::new("s".to_owned()),
             agent_id: agent_id.to_owned(),
             task: task.map(str::to_owned),
+            spawn: String::new(),
             format,
             within_ms: 0,
         }

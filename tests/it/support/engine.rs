@@ -39,7 +39,8 @@ impl StoreModel {
             StoreOp::UpsertChild { child_id, .. }
             | StoreOp::AppendUpdate { child_id, .. }
             | StoreOp::SetState { child_id, .. }
-            | StoreOp::SetIndices { child_id, .. } => child_id.to_string(),
+            | StoreOp::SetIndices { child_id, .. }
+            | StoreOp::SetAgentChildId { child_id, .. } => child_id.to_string(),
         };
         if let Ok(mut ids) = self.ids.lock() {
             ids.insert(id);

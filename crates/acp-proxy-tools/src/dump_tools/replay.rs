@@ -436,7 +436,21 @@ impl Replayer {
                     self.engine.restore(children);
                 }
                 // The agent's records on disk are not in the dump: what they told the engine
-                // is (its card and thread updates, after the note the shell wrote).
+                // is (its card and thread updates, after the note the shell wrote). A record
+                // asked for a child's id is answered as not found at once, so that the events
+                // held for it go on (where the wire alone puts them).
+                Action::FollowRecord(watch) if watch.format.ties_ids() => {
+                    let mut more = Vec::new();
+                    self.engine.record_read(
+                        &watch.child,
+                        acp_proxy::subagents::records::Record::default(),
+                        self.now,
+                        &mut more,
+                    );
+                    for a in more.into_iter().rev() {
+                        queue.push_front(a);
+                    }
+                }
                 Action::FollowRecord(_) => {}
                 Action::FetchChild { child_id, request } => {
                     let child = self

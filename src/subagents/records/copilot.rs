@@ -1,0 +1,146 @@
+//! GitHub Copilot CLI's session log: `session-state/<session>/events.jsonl` under its home
+//! (`COPILOT_HOME`, else `~/.copilot`), one JSON object a line as the session goes. A child
+//! starts with `{"type":"subagent.started","data":{"toolCallId":"<spawn>",…},"agentId":"<id>"}`:
+//! the tie between the spawn's tool call id and Copilot's own id of the child, which the
+//! child's tool calls carry on the wire (`_meta["github.com/copilot"].agentId`) and which the
+//! wire itself binds to no spawn in sync mode. That tie is all the proxy reads here: the log
+//! is the parent session's, and the child's words on the wire carry no id it could match.
+//!
+//! Verified with Copilot CLI 1.0.102. A line that does not parse or of another shape is
+//! skipped; a log without the line gives nothing, and the child's events are placed as the
+//! wire alone allows. The follower reads the log as it grows, whole lines only
+//! (`transport::records`), so a long session's log costs only what it appends.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::{path_safe, Location, Record};
+
+/// The session log of session `session`.
+pub(super) fn locate(session: &str, env: &dyn Fn(&str) -> Option<OsString>) -> Option<Location> {
+    if !path_safe(session) {
+        return None;
+    }
+    let root = match env("COPILOT_HOME").filter(|d| !d.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env("HOME").filter(|h| !h.is_empty())?).join(".copilot"),
+    };
+    Some(Location::At(
+        root.join("session-state")
+            .join(session)
+            .join("events.jsonl"),
+    ))
+}
+
+/// Copilot's id of the child spawned by tool call `spawn`, once the log names it (the last
+/// `subagent.started` of that tool call: a tool call id the model reused names its latest
+/// child).
+pub(super) fn parse(spawn: &str, bytes: &[u8]) -> Record {
+    let mut record = Record::default();
+    if spawn.is_empty() {
+        return record;
+    }
+    for line in bytes.split(|b| *b == b'\n') {
+        // Only the lines that can hold it are parsed.
+        if !contains(line, b"subagent.started") {
+            continue;
+        }
+        let Ok(v) = serde_json::from_slice::<Value>(line) else {
+            continue;
+        };
+        if v.get("type").and_then(Value::as_str) != Some("subagent.started")
+            || v.pointer("/data/toolCallId").and_then(Value::as_str) != Some(spawn)
+        {
+            continue;
+        }
+        if let Some(id) = v
+            .get("agentId")
+            .and_then(Value::as_str)
+            .filter(|id| !id.is_empty() && id.len() <= 200)
+        {
+            record.agent_id = Some(id.to_owned());
+        }
+    }
+    record
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    memchr::memmem::find(hay, needle).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn started(spawn: &str, id: &str) -> String {
+        serde_json::json!({"type": "subagent.started",
+            "data": {"toolCallId": spawn, "agentName": "explore"}, "agentId": id})
+        .to_string()
+    }
+
+    #[test]
+    fn the_spawns_child_id_from_its_started_line() {
+        let log = [
+            r#"{"type":"session.start","data":{"sessionId":"s"}}"#.to_owned(),
+            started("call_0001", "b563eda7"),
+            started("call_0002", "f41c67c8"),
+            r#"{"type":"subagent.started","data":{"toolCallId":"call_0003"#.to_owned(),
+        ]
+        .join("\n");
+        assert_eq!(
+            parse("call_0002", log.as_bytes()).agent_id.as_deref(),
+            Some("f41c67c8")
+        );
+        assert_eq!(
+            parse("call_0001", log.as_bytes()).agent_id.as_deref(),
+            Some("b563eda7")
+        );
+        // Written only in part so far, another spawn's, or no spawn: nothing.
+        assert_eq!(parse("call_0003", log.as_bytes()), Record::default());
+        assert_eq!(parse("call_0009", log.as_bytes()), Record::default());
+        assert_eq!(parse("", log.as_bytes()), Record::default());
+        // The same tool call id started twice: its latest child.
+        let again = format!(
+            "{}\n{}",
+            started("call_0001", "old"),
+            started("call_0001", "new")
+        );
+        assert_eq!(
+            parse("call_0001", again.as_bytes()).agent_id.as_deref(),
+            Some("new")
+        );
+        // The id where another version might put it: not read.
+        let moved =
+            r#"{"type":"subagent.started","data":{"toolCallId":"call_0001","agentId":"x"}}"#;
+        assert_eq!(parse("call_0001", moved.as_bytes()), Record::default());
+    }
+
+    #[test]
+    fn located_under_copilots_home_and_never_outside_it() {
+        let env = |k: &str| match k {
+            "HOME" => Some(OsString::from("/home/u")),
+            _ => None,
+        };
+        assert_eq!(
+            locate("c51a-44f7", &env),
+            Some(Location::At(PathBuf::from(
+                "/home/u/.copilot/session-state/c51a-44f7/events.jsonl"
+            )))
+        );
+        let env = |k: &str| match k {
+            "COPILOT_HOME" => Some(OsString::from("/cop")),
+            _ => Some(OsString::from("/home/u")),
+        };
+        assert!(matches!(
+            locate("s", &env),
+            Some(Location::At(p)) if p == Path::new("/cop/session-state/s/events.jsonl")
+        ));
+        assert_eq!(locate("../etc", &env), None);
+        assert_eq!(locate("", &env), None);
+        assert_eq!(locate("s", &|_| None), None);
+    }
+}
