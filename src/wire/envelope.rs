@@ -331,36 +331,12 @@ mod tests {
     /// Every frame of the captures reads the same both ways.
     #[test]
     fn agrees_on_every_frame_of_the_captures() {
-        // The library's manifest is crates/acp-proxy-core; the fixtures are the repository's.
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
-        let mut files = vec![root];
         let mut read = 0;
-        while let Some(path) = files.pop() {
-            if path.is_dir() {
-                for entry in std::fs::read_dir(&path).expect("fixtures dir").flatten() {
-                    files.push(entry.path());
-                }
-                continue;
-            }
-            if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).expect("fixture");
-            for line in text.lines() {
-                let Ok(record) = serde_json::from_str::<serde_json::Value>(line) else {
-                    continue;
-                };
-                // Dump records carry the frame as text, capture records as JSON.
-                let frame = match record.get("msg").or(record.get("frame")) {
-                    Some(serde_json::Value::String(s)) => s.clone(),
-                    Some(v) => serde_json::to_string(v).expect("json"),
-                    None => line.to_owned(),
-                };
-                // Lines that are not JSON objects (an agent's stderr) are neither's to read.
-                if frame.trim_start().starts_with('{') {
-                    assert!(check(&frame), "{}: {frame}", path.display());
-                    read += 1;
-                }
+        for (path, frame) in crate::wire::captures::frames() {
+            // Lines that are not JSON objects (an agent's stderr) are neither's to read.
+            if frame.trim_start().starts_with('{') {
+                assert!(check(&frame), "{}: {frame}", path.display());
+                read += 1;
             }
         }
         assert!(read > 1000, "only {read} frames in the captures");

@@ -8,6 +8,8 @@
 //!
 //! The bottom layer: nothing here imports another module of the crate.
 
+#[cfg(test)]
+mod captures;
 pub mod envelope;
 pub mod keys;
 pub mod read_ahead;

@@ -52,31 +52,14 @@ fn leaves_the_unusual_to_serde_json() {
 /// Every agent request of the captures reads the same both ways.
 #[test]
 fn agrees_on_every_request_of_the_captures() {
-    // The library's manifest is crates/acp-proxy-core; the fixtures are the repository's.
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
-    let mut files = vec![root.clone()];
     let mut read = 0;
-    while let Some(path) = files.pop() {
-        if path.is_dir() {
-            for entry in std::fs::read_dir(&path).expect("fixtures dir").flatten() {
-                files.push(entry.path());
-            }
+    for (path, frame) in crate::wire::captures::frames() {
+        let Ok(msg) = serde_json::from_str::<serde_json::Value>(&frame) else {
             continue;
-        }
-        if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
-            continue;
-        }
-        let text = std::fs::read_to_string(&path).expect("fixture");
-        for line in text.lines() {
-            let Ok(record) = serde_json::from_str::<serde_json::Value>(line) else {
-                continue;
-            };
-            let msg = record.get("msg").or(record.get("frame")).unwrap_or(&record);
-            if msg.get("method").is_some() && msg.get("id").is_some() {
-                let frame = serde_json::to_string(msg).expect("json");
-                assert!(check(&frame), "{}: {frame}", path.display());
-                read += 1;
-            }
+        };
+        if msg.get("method").is_some() && msg.get("id").is_some() {
+            assert!(check(&frame), "{}: {frame}", path.display());
+            read += 1;
         }
     }
     assert!(read > 50, "only {read} requests in the captures");
