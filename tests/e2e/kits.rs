@@ -397,6 +397,7 @@ pub(crate) const EXPECT: &[Expect] = &[
                 "does not end with the child's answer",
                 TIMING_TAIL,
             ),
+            sometimes("two", "standard", "answer is no message", TIMING_TAIL),
         ],
     },
     Expect {
@@ -438,6 +439,7 @@ pub(crate) const EXPECT: &[Expect] = &[
                 "does not end with the child's answer",
                 TIMING_TAIL,
             ),
+            sometimes("two", "standard", "answer is no message", TIMING_TAIL),
         ],
     },
     Expect {

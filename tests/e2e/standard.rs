@@ -266,6 +266,17 @@ fn scenario(kit: &Kit, name: &'static str, scenario: &str) -> Result<Vec<String>
             ));
         }
     }
+    // What the kit's rows name with the check `standard` and mark as showing in some runs only
+    // (two children's words interleave differently from run to run) does not fail the run.
+    problems.retain(|p| {
+        let known = e.known_bugs.iter().find(|b| {
+            b.sometimes && b.check == "standard" && b.applies(scenario) && p.contains(b.detail)
+        });
+        if let Some(b) = known {
+            eprintln!("known bug [standard] {name} {scenario}: {p} ({})", b.note);
+        }
+        known.is_none()
+    });
     if problems.is_empty() {
         setup.dir.disable_cleanup(false);
     }
