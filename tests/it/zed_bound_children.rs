@@ -15,7 +15,9 @@ use acp_proxy::subagents::ids::child_session_id;
 use acp_proxy::subagents::records::{self, Record};
 use serde_json::Value;
 
-use crate::support::engine::{dump_fixture, entry_lines, play, zed_config, Harness, StoreModel};
+use crate::support::engine::{
+    assert_task_then_answer, dump_fixture, entry_lines, play, zed_config, Harness, StoreModel,
+};
 
 fn sent(h: &Harness) -> Vec<Value> {
     h.to_client
@@ -304,13 +306,7 @@ fn two_open_spawns_leave_an_unseen_id_unbound() {
     for spawn in ["call_0001", "call_0002"] {
         h.load_child(&child_session_id(PARENT, spawn));
         let lines = entry_lines(&h.zed.threads[&child_session_id(PARENT, spawn)].entries);
-        assert!(lines[0].starts_with("user:SUBAGENT:"), "{lines:?}");
-        assert!(
-            lines
-                .last()
-                .is_some_and(|l| l.starts_with("agent:SUB-ANSWER")),
-            "{lines:?}"
-        );
+        assert_task_then_answer(&lines);
     }
 }
 

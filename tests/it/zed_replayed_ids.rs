@@ -7,7 +7,9 @@
 //!
 //! The frames: `tests/fixtures/e2e/kimi-1.51.0-two-{live,reopen}.dump.jsonl`.
 
-use crate::support::engine::{dump_fixture, entry_lines, play, zed_config, Harness, StoreModel};
+use crate::support::engine::{
+    assert_task_then_answer, dump_fixture, entry_lines, play, zed_config, Harness, StoreModel,
+};
 
 /// The parent thread's cards: (tool call id, child session id).
 fn cards(h: &Harness) -> (String, Vec<(String, String)>) {
@@ -47,13 +49,7 @@ fn a_spawn_replayed_under_a_new_id_opens_the_stored_child_its_agent_id_names() {
     let mut live_threads = Vec::new();
     for (_, child) in &live_cards {
         let lines = thread_of(&mut live, child);
-        assert!(lines[0].starts_with("user:SUBAGENT:"), "{lines:?}");
-        assert!(
-            lines
-                .last()
-                .is_some_and(|l| l.starts_with("agent:SUB-ANSWER")),
-            "{lines:?}"
-        );
+        assert_task_then_answer(&lines);
         // Kimi's agent id is stored with the child.
         let stored = store.child(child).expect("stored");
         assert!(
@@ -108,12 +104,6 @@ fn a_spawn_replayed_under_a_new_id_opens_the_stored_child_its_agent_id_names() {
     for (_, child) in &fresh {
         assert!(!live_cards.iter().any(|(_, c)| c == child));
         let lines = thread_of(&mut blind, child);
-        assert!(lines[0].starts_with("user:SUBAGENT:"), "{lines:?}");
-        assert!(
-            lines
-                .last()
-                .is_some_and(|l| l.starts_with("agent:SUB-ANSWER")),
-            "{lines:?}"
-        );
+        assert_task_then_answer(&lines);
     }
 }

@@ -338,6 +338,22 @@ pub fn update_msg(session: &str, update: Value) -> Value {
 }
 
 /// Entries of a thread as one line each: `user:…`, `agent:…`, `tool:ID:STATUS`.
+/// A scripted child's thread: its task first, its answer last (the e2e stand-ins' words).
+pub fn assert_task_then_answer(lines: &[String]) {
+    assert!(
+        lines
+            .first()
+            .is_some_and(|l| l.starts_with("user:SUBAGENT:")),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .last()
+            .is_some_and(|l| l.starts_with("agent:SUB-ANSWER")),
+        "{lines:?}"
+    );
+}
+
 pub fn entry_lines(entries: &[Entry]) -> Vec<String> {
     entries
         .iter()
