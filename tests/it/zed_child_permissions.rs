@@ -6,22 +6,11 @@
 use acp_proxy::subagents::ids::child_session_id;
 use serde_json::{json, Value};
 
-use crate::support::engine::{entry_lines, line, zed_config, Harness};
+use crate::support::engine::{entry_lines, line, Harness};
 use crate::support::frames;
-use crate::support::zed_model::{initialize_params, ZedModel, ZedRules};
+use crate::support::zed_model::ZedRules;
 
 const S: &str = "sess-1";
-
-fn start(h: &mut Harness, rules: ZedRules) {
-    h.zed = ZedModel::new(rules);
-    let id = h.request("initialize", initialize_params(rules));
-    h.agent(
-        json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": 1,
-        "agentCapabilities": {"loadSession": true}, "agentInfo": {"name": "fake"}}}),
-    );
-    let id = h.request("session/new", json!({"cwd": "/p", "mcpServers": []}));
-    h.agent(json!({"jsonrpc": "2.0", "id": id, "result": {"sessionId": S}}));
-}
 
 fn spawn(h: &mut Harness, id: &str, parent_tool: Option<&str>, task: &str) {
     let meta = frames::spawn_meta(parent_tool);
@@ -46,8 +35,7 @@ fn title_of(h: &Harness, id: &str) -> String {
 #[test]
 fn a_childs_permission_names_its_card_on_zed_main_and_goes_as_sent_to_zed_1_18() {
     for rules in ZedRules::ALL {
-        let mut h = Harness::new(zed_config());
-        start(&mut h, rules);
+        let mut h = Harness::zed_session_under(rules, S);
         spawn(&mut h, "sp", None, "Survey");
         h.update(S, frames::child_tool("sp", "w1", "ls *.txt", "pending"));
         let before = title_of(&h, "sp");
@@ -109,8 +97,7 @@ fn a_childs_permission_names_its_card_on_zed_main_and_goes_as_sent_to_zed_1_18()
 
 #[test]
 fn a_nested_childs_permission_names_the_card_zed_holds_on_zed_main() {
-    let mut h = Harness::new(zed_config());
-    start(&mut h, ZedRules::Main);
+    let mut h = Harness::zed_session_under(ZedRules::Main, S);
     spawn(&mut h, "sp", None, "Outer");
     // The child spawns a child of its own; neither is loaded.
     spawn(&mut h, "inner", Some("sp"), "Inner");

@@ -4,24 +4,15 @@
 use acp_proxy::subagents::ids::{child_session_id, synthesized_spawn_id};
 use serde_json::{json, Value};
 
-use crate::support::engine::{entry_lines, zed_config, Harness};
+use crate::support::engine::{entry_lines, Harness};
 use crate::support::frames;
-use crate::support::zed_model::{initialize_params, ZedModel, ZedRules};
+use crate::support::zed_model::ZedRules;
 
 const S: &str = "sess-1";
 
 /// Zed (as `rules` says) after its `initialize` and a `session/new`.
 fn start(rules: ZedRules) -> Harness {
-    let mut h = Harness::new(zed_config());
-    h.zed = ZedModel::new(rules);
-    let id = h.request("initialize", initialize_params(rules));
-    h.agent(
-        json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": 1,
-        "agentCapabilities": {"loadSession": true}, "agentInfo": {"name": "fake"}}}),
-    );
-    let id = h.request("session/new", json!({"cwd": "/p", "mcpServers": []}));
-    h.agent(json!({"jsonrpc": "2.0", "id": id, "result": {"sessionId": S}}));
-    h
+    Harness::zed_session_under(rules, S)
 }
 
 fn spawn(h: &mut Harness, id: &str, task: &str) {

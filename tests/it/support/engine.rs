@@ -10,7 +10,7 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 
 use super::standard::StandardClient;
-use super::zed_model::{Entry, ZedModel, ZedRules};
+use super::zed_model::{initialize_params, Entry, ZedModel, ZedRules};
 
 /// The real store, in memory: what a "restart" (a new engine over the same store) finds.
 #[derive(Clone)]
@@ -138,6 +138,21 @@ impl Harness {
         h.agent(
             json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": 1,
             "agentCapabilities": {"loadSession": true}, "agentInfo": {"name": agent}}}),
+        );
+        let id = h.request("session/new", json!({"cwd": "/p", "mcpServers": []}));
+        h.agent(json!({"jsonrpc": "2.0", "id": id, "result": {"sessionId": session}}));
+        h
+    }
+
+    /// Zed mode judged by the given Zed, after that Zed's `initialize` (answered by an agent
+    /// called `fake` that loads sessions) and a `session/new` the agent answers with
+    /// `session`.
+    pub fn zed_session_under(rules: ZedRules, session: &str) -> Harness {
+        let mut h = Harness::zed_under(rules);
+        let id = h.request("initialize", initialize_params(rules));
+        h.agent(
+            json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": 1,
+            "agentCapabilities": {"loadSession": true}, "agentInfo": {"name": "fake"}}}),
         );
         let id = h.request("session/new", json!({"cwd": "/p", "mcpServers": []}));
         h.agent(json!({"jsonrpc": "2.0", "id": id, "result": {"sessionId": session}}));
