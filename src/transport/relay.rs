@@ -130,14 +130,13 @@ where
 
     // Listening from the start: SIGINT or SIGTERM while waiting for the first frame ends the
     // proxy with 130/143 like any other moment (no agent has been started yet).
-    let mut signals = crate::platform::stop_signals()?;
+    let mut stop = Some(watch_stop_signals(crate::platform::stop_signals()?));
     tracing::debug!("waiting for the client's first frame");
     // The first frame decides the mode: a conductor's `proxy/initialize` makes this process a
     // chain link (the conductor runs the agent); anything else, a standalone proxy.
     let first = tokio::select! {
         first = client_in.next() => first,
-        _ = signals.interrupt.recv() => return Ok(128 + crate::platform::SIGINT),
-        _ = signals.terminate.recv() => return Ok(128 + crate::platform::SIGTERM),
+        sig = stop_signal(&mut stop) => return Ok(128 + sig),
     };
     let first = match first {
         Some(Ok(frame)) => frame,
@@ -203,7 +202,7 @@ where
     };
     let mut relay = Relay {
         shell,
-        stop: Some(watch_stop_signals(signals)),
+        stop,
         client_in,
         out: Outputs {
             client: to_client,
