@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::spec::{ChildRecord, ChildReplay, SiblingContent, SpawnEventKind, TranscriptOn};
 use super::transcript::grammar::{Grammar, ParsedTranscript};
-use super::vocab::{first_text, pointer, pointers_overlap, value_text, Source};
+use super::vocab::{first_text, first_text_raw, pointer, pointers_overlap, value_text, Source};
 use super::{EndRule, Preset};
 use crate::wire::keys::{string_after_key, Found, KeySet};
 
@@ -130,6 +130,16 @@ pub enum SiblingOwner<'a> {
 pub struct SpawnEvent {
     pub kind: SpawnEventKind,
     pub title: String,
+}
+
+/// What an update of a spawn card tells, as [`Detector::card_frame_raw`] reads it: what
+/// `title_of`, `description_of`, `progress_of` and `background_of` read on the tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CardFrame {
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub progress: Option<String>,
+    pub background: bool,
 }
 
 /// What a standard `subagent_update` announcement lacks, from the preset.
@@ -398,6 +408,32 @@ impl Detector {
                 .get("content")
                 .and_then(|c| value_text(c, super::spec::Block::All))
                 .map(Cow::into_owned)
+        })
+    }
+
+    /// What an update of a spawn card tells (its title, description, live activity, whether
+    /// the child runs in the background), read from the update's JSON text without a tree.
+    /// `None` when the preset reads more off its card (the agent's child id, a transcript,
+    /// child events) or a reading needs the parsed update: the caller then parses.
+    pub fn card_frame_raw(&self, id: PresetId, json: &str) -> Option<CardFrame> {
+        let p = self.preset(id)?;
+        let reads_more = !p.agent_child_id.is_empty()
+            || self.binds_child_ids(id)
+            || p.transcript.is_some()
+            || !p.spawn_event.is_empty();
+        if reads_more {
+            return None;
+        }
+        let text = |sources: &[Source]| first_text_raw(sources, json).map(owned);
+        let mut background = false;
+        for rule in &p.background {
+            background |= rule.holds_raw(json)?;
+        }
+        Some(CardFrame {
+            title: text(&p.title)?,
+            description: text(&p.description)?,
+            progress: text(&p.progress)?,
+            background,
         })
     }
 
