@@ -19,7 +19,6 @@ use serde_json::{Map, Value};
 use crate::engine::{Action, Engine, Millis};
 use crate::subagents::ids::{ChildId, ClientSessionId};
 use crate::subagents::render::CardChange;
-use crate::wire::pointer;
 
 /// The shortest time between two progress updates of one card.
 pub(in crate::engine) const PROGRESS_INTERVAL_MS: Millis = 250;
@@ -65,23 +64,19 @@ pub(in crate::engine) struct FrameCard {
 }
 
 impl FrameCard {
-    /// `None` when the update's keys cannot be read from its text.
+    /// `keys`: where each of the update's keys is in its text (offset, length), in order.
     pub(in crate::engine) fn new(
         update: &str,
+        keys: Vec<(usize, usize)>,
         title: String,
         patch: Map<String, Value>,
-    ) -> Option<FrameCard> {
-        let base = update.as_ptr() as usize;
-        let keys = pointer::keys(update)?
-            .into_iter()
-            .map(|k| (k.as_ptr() as usize - base, k.len()))
-            .collect();
-        Some(FrameCard {
+    ) -> FrameCard {
+        FrameCard {
             update: update.to_owned(),
             keys,
             title,
             patch,
-        })
+        }
     }
 
     fn key_texts(&self) -> impl Iterator<Item = &str> {

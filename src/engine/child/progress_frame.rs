@@ -11,7 +11,6 @@ use crate::engine::child::pace::FrameCard;
 use crate::engine::{Action, Engine};
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::{Card, ChildState};
-use crate::wire::pointer;
 use crate::wire::update_view::UpdateParts;
 
 impl Engine {
@@ -49,20 +48,16 @@ impl Engine {
         {
             return false;
         }
-        let running = match pointer::find(raw, "/status") {
-            Some(None) | Some(Some("null")) => true,
-            Some(Some(s)) => matches!(
-                pointer::string(s).as_deref(),
-                Some("pending" | "in_progress")
-            ),
-            None => false,
+        let Some(frame) = self.detector.card_frame_raw(preset, raw) else {
+            return false;
+        };
+        let running = match &frame.status {
+            None => true,
+            Some(s) => matches!(s.as_deref(), Some("pending" | "in_progress")),
         };
         if !running {
             return false;
         }
-        let Some(frame) = self.detector.card_frame_raw(preset, raw) else {
-            return false;
-        };
         let Some(activity) = frame.progress else {
             return false;
         };
@@ -105,9 +100,7 @@ impl Engine {
         let card_title = shown.unwrap_or_else(|| child.title.clone());
         let parent = child.parent.clone();
         // The card learns its update only when it goes out.
-        let Some(card) = FrameCard::new(raw, card_title, patch) else {
-            return false;
-        };
+        let card = FrameCard::new(raw, frame.keys, card_title, patch);
         self.announce_child(cid, out);
         self.pace_frame(cid, parent, card, out);
         self.sync_child(cid, out);

@@ -1,5 +1,7 @@
 //! The same readings as on a parsed update, made on its JSON text with the walker
-//! ([`crate::wire::pointer`]): a frame read for a few small fields needs no tree.
+//! ([`crate::wire::pointer`]): a frame read for a few small fields needs no tree. The values
+//! the readings look at are found first, in one walk ([`Spans`], of the pointers the readings
+//! name: [`Source::pointers`], [`Rule::pointers`]).
 //!
 //! Every reading answers `Some(..)` with what the parsed reading gives, or `None` when it
 //! cannot tell from the text alone (a number to compare, a key that does not decode): the
@@ -10,17 +12,25 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::{Block, Cond, Rule, Source, Test};
-use crate::wire::pointer;
+#[cfg(test)]
+use crate::wire::pointer::PointerSet;
+use crate::wire::pointer::{self, Spans};
 
 impl Source {
-    /// [`Source::text`] read from the update's JSON text.
-    pub fn text_raw<'j>(&self, json: &'j str) -> Option<Option<Cow<'j, str>>> {
+    /// The pointers the source reads at.
+    pub fn pointers<'p>(&'p self, out: &mut Vec<&'p str>) {
+        out.push(&self.at);
+        out.extend(self.when.iter().map(|c| c.at.as_str()));
+    }
+
+    /// [`Source::text`] read from the values found in the update's JSON text.
+    pub fn text_raw<'j>(&self, json: &Spans<'_, 'j>) -> Option<Option<Cow<'j, str>>> {
         for c in &self.when {
             if !c.holds_raw(json)? {
                 return Some(None);
             }
         }
-        let Some(value) = pointer::find(json, &self.at)? else {
+        let Some(value) = json.get(&self.at)? else {
             return Some(None);
         };
         let Some(text) = value_text_raw(value, self.block)? else {
@@ -38,7 +48,10 @@ impl Source {
 }
 
 /// The first non-empty text the sources give, read from the update's JSON text.
-pub fn first_text_raw<'j>(sources: &[Source], json: &'j str) -> Option<Option<Cow<'j, str>>> {
+pub fn first_text_raw<'j>(
+    sources: &[Source],
+    json: &Spans<'_, 'j>,
+) -> Option<Option<Cow<'j, str>>> {
     for s in sources {
         if let Some(t) = s.text_raw(json)? {
             return Some(Some(t));
@@ -48,8 +61,13 @@ pub fn first_text_raw<'j>(sources: &[Source], json: &'j str) -> Option<Option<Co
 }
 
 impl Rule {
-    /// [`Rule::holds`] read from the update's JSON text.
-    pub fn holds_raw(&self, json: &str) -> Option<bool> {
+    /// The pointers the rule reads at.
+    pub fn pointers<'p>(&'p self, out: &mut Vec<&'p str>) {
+        out.extend(self.when.iter().map(|c| c.at.as_str()));
+    }
+
+    /// [`Rule::holds`] read from the values found in the update's JSON text.
+    pub fn holds_raw(&self, json: &Spans<'_, '_>) -> Option<bool> {
         for c in &self.when {
             if !c.holds_raw(json)? {
                 return Some(false);
@@ -100,9 +118,9 @@ fn same_raw(e: &Value, v: &str) -> Option<bool> {
 }
 
 impl Cond {
-    /// [`Cond::holds`] read from the update's JSON text.
-    pub fn holds_raw(&self, json: &str) -> Option<bool> {
-        let v = pointer::find(json, &self.at)?.filter(|v| *v != "null");
+    /// [`Cond::holds`] read from the values found in the update's JSON text.
+    pub fn holds_raw(&self, json: &Spans<'_, '_>) -> Option<bool> {
+        let v = json.get(&self.at)?.filter(|v| *v != "null");
         Some(match (&self.test, v) {
             (Test::Exists(want), v) => v.is_some() == *want,
             (_, None) => false,
@@ -219,7 +237,11 @@ mod tests {
             for u in UPDATES {
                 let v: Value = serde_json::from_str(u).expect("json");
                 let want = first_text(std::slice::from_ref(&s), &v);
-                let got = first_text_raw(std::slice::from_ref(&s), u).expect("readable");
+                let mut ptrs = Vec::new();
+                s.pointers(&mut ptrs);
+                let set = PointerSet::new(ptrs);
+                let spans = Spans::find(u, &set).expect("readable");
+                let got = first_text_raw(std::slice::from_ref(&s), &spans).expect("readable");
                 assert_eq!(got, want, "{s:?} on {u}");
             }
         }
@@ -247,11 +269,15 @@ equals = "x""#,
             let c = cond(c);
             for u in UPDATES {
                 let v: Value = serde_json::from_str(u).expect("json");
-                assert_eq!(c.holds_raw(u), Some(c.holds(&v)), "{c:?} on {u}");
+                let set = PointerSet::new([c.at.as_str()]);
+                let spans = Spans::find(u, &set).expect("readable");
+                assert_eq!(c.holds_raw(&spans), Some(c.holds(&v)), "{c:?} on {u}");
             }
         }
         // A number is serde_json's to read: the text reading declines.
         let n = cond("at = \"/rawOutput/details/n\"\nequals = 3");
-        assert_eq!(n.holds_raw(UPDATES[0]), None);
+        let set = PointerSet::new([n.at.as_str()]);
+        let spans = Spans::find(UPDATES[0], &set).expect("readable");
+        assert_eq!(n.holds_raw(&spans), None);
     }
 }
