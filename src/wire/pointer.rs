@@ -294,7 +294,62 @@ pub fn string(text: &str) -> Option<Cow<'_, str>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::skip::tests::json_value;
+    use proptest::prelude::*;
     use serde_json::Value;
+
+    /// Every pointer to a value inside `v`, below `at`.
+    fn paths(v: &Value, at: &str, out: &mut Vec<String>) {
+        let mut below = |token: &str, child: &Value| {
+            let p = format!("{at}/{}", token.replace('~', "~0").replace('/', "~1"));
+            out.push(p.clone());
+            paths(child, &p, out);
+        };
+        match v {
+            Value::Object(m) => m.iter().for_each(|(k, c)| below(k, c)),
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .for_each(|(i, c)| below(&i.to_string(), c)),
+            _ => {}
+        }
+    }
+
+    proptest! {
+        /// On any document, written compact or with whitespace, each pointer (one of its
+        /// values, or one that names nothing) gives the text of what `Value::pointer` finds.
+        #[test]
+        fn spans_find_what_value_pointer_finds(
+            v in json_value(),
+            pretty in any::<bool>(),
+            picks in prop::collection::vec(any::<prop::sample::Index>(), 0..6),
+        ) {
+            let text = if pretty {
+                serde_json::to_string_pretty(&v)
+            } else {
+                serde_json::to_string(&v)
+            }
+            .expect("serializes");
+            // Numbers as this parser reads them, on both sides.
+            let doc: Value = serde_json::from_str(&text).expect("parses");
+            let mut all = vec![String::new()];
+            paths(&doc, "", &mut all);
+            let mut ptrs: Vec<String> = picks.iter().map(|i| i.get(&all).clone()).collect();
+            ptrs.extend(["/nope".to_owned(), "/0/x".to_owned(), "x".to_owned()]);
+            let set = PointerSet::new(ptrs.iter().map(String::as_str));
+            let spans = Spans::find(&text, &set).expect("readable");
+            for p in &ptrs {
+                let want = doc.pointer(p).cloned();
+                let read = |t: Option<&str>| {
+                    t.map(|t| serde_json::from_str::<Value>(t).expect("a value"))
+                };
+                let one_walk = read(spans.get(p).expect("looked for"));
+                let alone = read(find(&text, p).expect("readable"));
+                prop_assert_eq!(&one_walk, &want, "{}", p);
+                prop_assert_eq!(&alone, &want, "{}", p);
+            }
+        }
+    }
 
     const DOC: &str = r#" {"a":{"b":[1,{"c":"x\"y"},[]],"d~/e":true,"a":null},"a":{"b":[0,{"c":"last"}]},"s":"p\u00e9","n":null} "#;
 
