@@ -194,15 +194,16 @@ mod tests {
                     // A title of the agent's.
                     4 => json!({"sessionUpdate": "tool_call_update", "toolCallId": id,
                         "title": "Agent", "status": "in_progress", "rawOutput": {"details": details}}),
-                    // A `_meta` of the agent's, an escape, another description: read as trees.
+                    // A `_meta` of the agent's, an escape: read as trees.
                     5 => json!({"sessionUpdate": "tool_call_update", "toolCallId": id,
                         "_meta": {"x": 1}, "rawOutput": {"details": details}}),
                     6 => json!({"sessionUpdate": "tool_call_update", "toolCallId": id,
                         "rawOutput": {"details": details, "note": "caf\u{e9}\u{1}"}}),
+                    // Another description and subagent type.
                     7 => json!({"sessionUpdate": "tool_call_update", "toolCallId": id,
                         "rawOutput": {"details": {"description": format!("Other {n}"), "activity": activity,
                         "subagentType": "explore"}}}),
-                    // Background, then a status that ends nothing.
+                    // The child goes on in the background; the card stays running.
                     _ => json!({"sessionUpdate": "tool_call_update", "toolCallId": id,
                         "status": "in_progress", "rawOutput": {"details": {"status": "background",
                         "activity": activity}}}),
