@@ -226,6 +226,9 @@ impl Engine {
         }
         if let Some(t) = &tool {
             if let Some(cid) = self.reg.by_spawn(sid, t).cloned() {
+                if kind == "tool_call_update" && self.progress_frame(&cid, &fields, out) {
+                    return;
+                }
                 self.spawn_event(&cid, kind, parse_update(), out);
                 return;
             }

@@ -2,7 +2,7 @@
 //! without state. Frame bodies and line splitting (here), the borrowed [`envelope`], byte
 //! scans for the keys the router tests ([`keys`]), a validating JSON skipper (`skip`), the
 //! one-pass `session/update` reader ([`update_view`]) and agent request reader
-//! ([`request_view`]), the lines of a run of frames that need
+//! ([`request_view`]), JSON pointers read off the text ([`pointer`]), the lines of a run of frames that need
 //! reading at all ([`sieve`]), the state-free reading done ahead on the reader thread
 //! ([`read_ahead`]) and the lines the proxy writes itself ([`write`](mod@write)).
 //!
@@ -12,6 +12,7 @@
 mod captures;
 pub mod envelope;
 pub mod keys;
+pub mod pointer;
 pub mod read_ahead;
 pub mod request_view;
 pub mod sieve;

@@ -150,6 +150,11 @@ impl<'a> Key<'a> {
     pub(super) fn decoded(&self) -> Option<Cow<'a, str>> {
         decode(self.0)
     }
+
+    /// The key as written, quotes included.
+    pub(super) fn raw(&self) -> &'a str {
+        self.0
+    }
 }
 
 /// Walk the object whose `{` is at `i`: for each member, `on_member` gets its key and the index

@@ -20,7 +20,12 @@ pub(crate) fn run(
     bytes: u64,
     display: &str,
     reps: usize,
+    out_path: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
+    let mut record = match out_path {
+        Some(p) => Some(std::io::BufWriter::new(std::fs::File::create(p)?)),
+        None => None,
+    };
     let stream = gen::ensure(dir, profile, seed, bytes)?;
     let data = Bytes::from(std::fs::read(&stream.path)?);
     let display = match display {
@@ -79,6 +84,13 @@ pub(crate) fn run(
             engine.from_agent(&data.slice(pos..end), None, now, &mut out);
             frames += 1;
             for a in out.drain(..) {
+                if let Some(w) = record.as_mut() {
+                    use std::io::Write;
+                    match &a {
+                        Action::ToClient(b) | Action::Untouched(b) => w.write_all(b)?,
+                        other => writeln!(w, "{other:?}")?,
+                    }
+                }
                 match a {
                     Action::ToClient(_) | Action::Untouched(_) => to_client += 1,
                     // A marker: what follows is the line's outcome.
@@ -98,6 +110,11 @@ pub(crate) fn run(
         rates.push(data.len() as f64 / 1e6 / secs);
         summary = (to_client, stored, other, frames);
         summary_bytes = stored_bytes;
+        // One run's record is enough.
+        if let Some(mut w) = record.take() {
+            use std::io::Write;
+            w.flush()?;
+        }
     }
     rates.sort_by(f64::total_cmp);
     let median = rates[rates.len() / 2];

@@ -63,6 +63,11 @@ enum Cmd {
         reps: usize,
         #[arg(long, default_value = "target/acp-bench")]
         dir: PathBuf,
+        /// Also write what the engine did (lines to the client, store writes, other actions)
+        /// to this file, to compare two builds' output byte for byte (the rates then include
+        /// the writing).
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// What single passes over a stream's bytes cost in memory (copy, line split, key
     /// searches): the bounds the relay's own work is measured against.
@@ -161,10 +166,12 @@ pub(crate) fn main() -> ExitCode {
             display,
             reps,
             dir,
+            out,
         } => (|| {
             let dir = dir.join("traffic");
             let profile = Profile::parse(&profile)?;
-            engine_only::run(&dir, profile, seed, parse_size(&bytes)?, &display, reps)
+            let bytes = parse_size(&bytes)?;
+            engine_only::run(&dir, profile, seed, bytes, &display, reps, out.as_deref())
         })(),
         Cmd::Bound {
             profile,

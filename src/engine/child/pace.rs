@@ -7,10 +7,14 @@
 //! once; later ones within the interval are merged into one held update, sent when the
 //! interval is over ([`Engine::poll_timeout`]), or before any other update of that card. A
 //! card that ends drops what it held: its final update carries the final state.
+//!
+//! A progress frame of the agent read by its text ([`FrameCard`]) is held as that text: the
+//! card's update is built from it only when it goes out, and a held frame the next one
+//! replaces whole is never built.
 
 use bytes::Bytes;
 use hashbrown::HashMap;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::engine::{Action, Engine, Millis};
 use crate::subagents::ids::{ChildId, ClientSessionId};
@@ -38,7 +42,91 @@ struct Held {
     due: Millis,
     /// The session whose thread holds the card.
     parent: ClientSessionId,
-    change: CardChange,
+    change: Pending,
+}
+
+/// A change of a card as it waits to go out.
+#[derive(Debug)]
+enum Pending {
+    Built(CardChange),
+    Frame(FrameCard),
+}
+
+/// A card's update still as the agent's text: the update of the spawn card as the agent sent
+/// it, the title the card gets, and what the output sets on it after the title.
+#[derive(Debug)]
+pub(in crate::engine) struct FrameCard {
+    update: String,
+    /// Where each of the update's keys is in its text, in order.
+    keys: Vec<(usize, usize)>,
+    title: String,
+    patch: Map<String, Value>,
+}
+
+impl FrameCard {
+    /// `keys`: where each of the update's keys is in its text (offset, length), in order.
+    pub(in crate::engine) fn new(
+        update: &str,
+        keys: Vec<(usize, usize)>,
+        title: String,
+        patch: Map<String, Value>,
+    ) -> FrameCard {
+        FrameCard {
+            update: update.to_owned(),
+            keys,
+            title,
+            patch,
+        }
+    }
+
+    fn key_texts(&self) -> impl Iterator<Item = &str> {
+        self.keys
+            .iter()
+            .map(|&(at, len)| self.update.get(at..at + len).unwrap_or_default())
+    }
+
+    /// Whether merging `later` over this one gives `later` itself: the same keys in the same
+    /// order, each of which `later` sets again.
+    fn replaced_by(&self, later: &FrameCard) -> bool {
+        self.key_texts().eq(later.key_texts()) && self.patch.keys().eq(later.patch.keys())
+    }
+
+    /// The card's update: the agent's update (parsed now), titled, patched. `None` when
+    /// serde_json refuses the text the walker accepted (a number out of its range), as the
+    /// tree reading would have.
+    fn build(self) -> Option<Value> {
+        let mut update: Value = serde_json::from_str(&self.update).ok()?;
+        let obj = update.as_object_mut()?;
+        obj.insert("title".into(), Value::String(self.title));
+        for (k, v) in self.patch {
+            obj.insert(k, v);
+        }
+        Some(update)
+    }
+}
+
+impl Pending {
+    fn built(self) -> Option<CardChange> {
+        match self {
+            Pending::Built(change) => Some(change),
+            Pending::Frame(frame) => frame.build().map(CardChange::Update),
+        }
+    }
+}
+
+/// `later` applied over `earlier`, building what has to be built.
+fn merge_pending(earlier: Pending, later: Pending) -> Pending {
+    match (earlier, later) {
+        (Pending::Frame(a), Pending::Frame(b)) if a.replaced_by(&b) => Pending::Frame(b),
+        // A frame that does not build never reached the card: the other one stands.
+        (earlier, later) => match earlier.built() {
+            None => later,
+            Some(e) => match later.built() {
+                Some(l) => Pending::Built(merge(e, l)),
+                None => Pending::Built(e),
+            },
+        },
+    }
 }
 
 impl Pacer {
@@ -126,6 +214,27 @@ impl Engine {
         change: CardChange,
         out: &mut Vec<Action>,
     ) {
+        self.pace(cid, parent, Pending::Built(change), out);
+    }
+
+    /// [`Engine::pace_progress`] of a progress frame kept as text until it goes out.
+    pub(in crate::engine) fn pace_frame(
+        &mut self,
+        cid: &ChildId,
+        parent: ClientSessionId,
+        frame: FrameCard,
+        out: &mut Vec<Action>,
+    ) {
+        self.pace(cid, parent, Pending::Frame(frame), out);
+    }
+
+    fn pace(
+        &mut self,
+        cid: &ChildId,
+        parent: ClientSessionId,
+        change: Pending,
+        out: &mut Vec<Action>,
+    ) {
         let now = self.now;
         let paced = match self.pace.cards.get_mut(cid) {
             Some(p) => p,
@@ -143,7 +252,7 @@ impl Engine {
         };
         let due = paced.sent_at.saturating_add(PROGRESS_INTERVAL_MS);
         let change = match paced.held.take() {
-            Some(held) => merge(held.change, change),
+            Some(held) => merge_pending(held.change, change),
             None => change,
         };
         if now >= due {
@@ -203,10 +312,11 @@ impl Engine {
         }
     }
 
-    fn send_change(&mut self, parent: &ClientSessionId, change: CardChange, out: &mut Vec<Action>) {
-        match change {
-            CardChange::Update(card) => self.emit(parent.as_str(), card, out),
-            CardChange::Line(line) => out.push(Action::ToClient(line)),
+    fn send_change(&mut self, parent: &ClientSessionId, change: Pending, out: &mut Vec<Action>) {
+        match change.built() {
+            Some(CardChange::Update(card)) => self.emit(parent.as_str(), card, out),
+            Some(CardChange::Line(line)) => out.push(Action::ToClient(line)),
+            None => {}
         }
     }
 }

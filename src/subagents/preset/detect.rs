@@ -13,9 +13,10 @@ use serde_json::Value;
 
 use super::spec::{ChildRecord, ChildReplay, SiblingContent, SpawnEventKind, TranscriptOn};
 use super::transcript::grammar::{Grammar, ParsedTranscript};
-use super::vocab::{first_text, pointer, pointers_overlap, value_text, Source};
+use super::vocab::{first_text, first_text_raw, pointer, pointers_overlap, value_text, Source};
 use super::{EndRule, Preset};
 use crate::wire::keys::{string_after_key, Found, KeySet};
+use crate::wire::pointer::{self, PointerSet, Spans};
 
 /// The active presets, plus the byte markers that let the engine skip frames cheaply.
 /// Cheap to clone (the reader thread has its own).
@@ -38,6 +39,9 @@ struct Inner {
     /// Whether any preset in force has `child_ref` pointers.
     any_child_ref: bool,
     markers: ByteMarkers,
+    /// Per preset, what [`Detector::card_frame_raw`] looks for in a spawn card's update;
+    /// `None` for a preset that reads more of the card.
+    card_reads: Vec<Option<PointerSet>>,
 }
 
 /// The byte markers of the presets in force, by what a frame holding one may be. Every frame
@@ -132,6 +136,20 @@ pub struct SpawnEvent {
     pub title: String,
 }
 
+/// What an update of a spawn card tells, as [`Detector::card_frame_raw`] reads it: what
+/// `title_of`, `description_of`, `progress_of` and `background_of` read on the tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CardFrame {
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub progress: Option<String>,
+    pub background: bool,
+    /// The update's `status`: `Some(None)` when it is there but no string.
+    pub status: Option<Option<String>>,
+    /// Where each of the update's keys is in its text (offset, length), in order.
+    pub keys: Vec<(usize, usize)>,
+}
+
 /// What a standard `subagent_update` announcement lacks, from the preset.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AnnounceRead {
@@ -139,6 +157,26 @@ pub struct AnnounceRead {
     pub prompt: Option<String>,
     /// The note the child thread opens with when no task is known (`announce.no_prompt`).
     pub no_prompt: Option<String>,
+}
+
+/// The pointers a spawn card's update is read at by [`Detector::card_frame_raw`] (its status,
+/// the preset's title, description and progress, its background rules); `None` when the
+/// preset reads more of the card (the agent's child id, a transcript, child events, ids it
+/// binds).
+fn card_reads(p: &Preset) -> Option<PointerSet> {
+    let binds = !p.child_ref.is_empty() || p.end.iter().any(|e| !e.child_id.is_empty());
+    if !p.agent_child_id.is_empty() || binds || p.transcript.is_some() || !p.spawn_event.is_empty()
+    {
+        return None;
+    }
+    let mut ptrs = vec!["/status"];
+    for s in p.title.iter().chain(&p.description).chain(&p.progress) {
+        s.pointers(&mut ptrs);
+    }
+    for rule in &p.background {
+        rule.pointers(&mut ptrs);
+    }
+    Some(PointerSet::new(ptrs))
 }
 
 fn owned(t: Option<Cow<'_, str>>) -> Option<String> {
@@ -171,7 +209,9 @@ impl Detector {
             .flat_map(|p| p.parent.iter())
             .all(|ptr| ptr.starts_with("/_meta/"));
         let any_timing = presets.iter().any(|p| p.timing);
+        let card_reads = presets.iter().map(card_reads).collect();
         Detector(Arc::new(Inner {
+            card_reads,
             parents_under_meta,
             any_timing,
             any_child_ref,
@@ -398,6 +438,39 @@ impl Detector {
                 .get("content")
                 .and_then(|c| value_text(c, super::spec::Block::All))
                 .map(Cow::into_owned)
+        })
+    }
+
+    /// What an update of a spawn card tells (its title, description, live activity, whether
+    /// the child runs in the background), read from the update's JSON text without a tree.
+    /// `None` when the preset reads more off its card (the agent's child id, a transcript,
+    /// child events) or a reading needs the parsed update: the caller then parses.
+    pub fn card_frame_raw(&self, id: PresetId, json: &str) -> Option<CardFrame> {
+        let p = self.preset(id)?;
+        let set = self.0.card_reads.get(id.0)?.as_ref()?;
+        // One walk of the text for every value read.
+        let spans = Spans::find(json, set)?;
+        let text = |sources: &[Source]| first_text_raw(sources, &spans).map(owned);
+        let mut background = false;
+        for rule in &p.background {
+            background |= rule.holds_raw(&spans)?;
+        }
+        let status = match spans.get("/status")? {
+            None | Some("null") => None,
+            Some(s) => Some(pointer::string(s).map(Cow::into_owned)),
+        };
+        let base = json.as_ptr() as usize;
+        Some(CardFrame {
+            title: text(&p.title)?,
+            description: text(&p.description)?,
+            progress: text(&p.progress)?,
+            background,
+            status,
+            keys: spans
+                .keys()
+                .iter()
+                .map(|k| (k.as_ptr() as usize - base, k.len()))
+                .collect(),
         })
     }
 

@@ -16,6 +16,9 @@ use serde_json::Value;
 
 use super::spec::{Block, CondSpec, Markers, RuleSpec, SourceSpec};
 
+mod raw;
+pub use raw::first_text_raw;
+
 /// A problem in a preset, with the key that holds it (`subagents.preset[0].spawn[1].when[0]`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{key}: {problem}")]

@@ -27,7 +27,7 @@ pub mod zed;
 use std::fmt;
 
 use bytes::Bytes;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::ids::ChildId;
 use super::model::{Child, ChildState};
@@ -77,6 +77,16 @@ impl Output {
         match self {
             Output::Cards(style) => style.spawn_update(child, update, is_new),
             Output::Standard(acp) => acp.spawn_update(child, update, is_new),
+        }
+    }
+
+    /// What [`Output::spawn_update`] adds to an update of an open spawn card that has no
+    /// `_meta`, as members to set on it after the card's title; `None` when the output reads
+    /// the update itself (a progress frame then needs its tree).
+    pub fn spawn_patch(&self, child: &Child) -> Option<Map<String, Value>> {
+        match self {
+            Output::Cards(style) => style.spawn_patch(child),
+            Output::Standard(_) => None,
         }
     }
 
@@ -197,6 +207,12 @@ pub trait Render: fmt::Debug + Send {
     /// The agent's own spawn tool call (`tool_call` when `is_new`, else an update of it) on
     /// its way to the parent's thread.
     fn spawn_update(&self, child: &Child, update: &mut Value, is_new: bool);
+
+    /// [`Render::spawn_update`] of an open card's update without `_meta` (not a `tool_call`),
+    /// as the members it sets: `None` when the style reads the update itself.
+    fn spawn_patch(&self, _child: &Child) -> Option<Map<String, Value>> {
+        None
+    }
 
     /// The child's thread grew by one event while its card is open (not during a replay):
     /// the change of the card to show for it, if any. The engine has already counted the

@@ -222,6 +222,15 @@ impl Render for Zed {
         inject_meta(update, child, is_new);
     }
 
+    fn spawn_patch(&self, child: &Child) -> Option<Map<String, Value>> {
+        // What `inject_meta` does to an update without `_meta`.
+        let mut meta = Map::new();
+        meta.insert("subagent_session_info".into(), session_info(child));
+        let mut patch = Map::new();
+        patch.insert("_meta".into(), Value::Object(meta));
+        Some(patch)
+    }
+
     fn progress_title(&self, child: &Child) -> Option<String> {
         self.live_progress.then(|| progress_title(child))
     }
