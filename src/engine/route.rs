@@ -159,6 +159,10 @@ impl Engine {
             },
             _ => frame,
         };
+        if self.detector.any_timing() {
+            // Whether a message begun in the parent's thread runs on (`quirks::timing`).
+            self.parent_messages.see(sid, kind);
+        }
         let names_parent = found.has(keys::kind::PARENT);
         let tf = ToolFrame {
             kind,
@@ -226,7 +230,12 @@ impl Engine {
         }
         if let Some(t) = &tool {
             if let Some(cid) = self.reg.by_spawn(sid, t).cloned() {
-                self.spawn_event(&cid, kind, parse_update(), out);
+                let update = parse_update();
+                if let Some(u) = update.as_ref().filter(|_| self.detector.any_timing()) {
+                    // A child's answer may end a message left in the parent (`quirks::timing`).
+                    self.spawn_update_seen(sid, &cid, u);
+                }
+                self.spawn_event(&cid, kind, update, out);
                 return;
             }
             if let Some(owner) = self.reg.tool_owner(sid, t).cloned() {
@@ -287,6 +296,9 @@ impl Engine {
             }
         }
         if !names_parent && !may_spawn {
+            if self.detector.any_timing() {
+                self.left_in_parent(sid, kind, raw);
+            }
             self.pass_to_top_level(frame, tf, out);
             if let (Some(t), "tool_call") = (tool, kind) {
                 self.held.parent_tool(sid, t);
