@@ -45,8 +45,11 @@ impl Engine {
                     // May end a background child.
                     return false;
                 }
-                if self.detector.any_timing() && self.reg.has_open_legacy_children() {
-                    // May be a child's by timing (a preset's opt-in).
+                if (self.detector.any_timing() || self.detector.any_agent_turn_end())
+                    && self.reg.has_open_legacy_children()
+                {
+                    // May be a child's by timing, or the agent's own turn that ends one (a
+                    // preset's opt-in).
                     return false;
                 }
                 if !found.has(kind::TOOL_CALL) {
@@ -196,6 +199,10 @@ impl Engine {
             // A child the agent replays for the proxy's fetch (OpenCode).
             self.replayed_update(&cid, sid, &fields, out);
             return;
+        }
+        if self.detector.any_agent_turn_end() && self.reg.has_open_legacy_children() {
+            // The agent's own turn may end a background child (`end_on_agent_turn`).
+            self.agent_turn(sid, kind, out);
         }
         match kind {
             "subagent_update" | "subagent_spawned" | "subagent_state_update" => {
