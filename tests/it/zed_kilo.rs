@@ -8,8 +8,9 @@
 //! as the end of the one background child open (inferred).
 //!
 //! The agent frames are the real agent's: `tests/fixtures/e2e/kilo-7.7.7-{one,background,
-//! background-followed}.dump.jsonl` (runs of the e2e kit through this proxy; the first two
-//! with the child loaded as Zed loads it, the last with the proxy's fetch at the launch).
+//! background-followed,background-ended}.dump.jsonl` (runs of the e2e kit through this proxy;
+//! the first two with the child loaded as Zed loads it, the others with the proxy's fetch at
+//! the launch, the last up to Kilo's own turn after the child).
 
 use acp_proxy::subagents::ids::child_session_id;
 
@@ -166,18 +167,28 @@ fn follow_up_turn(parent: &str) -> Vec<(String, serde_json::Value)> {
 
 #[test]
 fn kilos_own_turn_after_the_child_went_quiet_ends_the_followed_child() {
-    const PARENT: &str = "ses_dcbadabb9ffeNxVyIcPs3DkVF5";
+    // A whole followed run: the launch, the parent's `end_turn`, the child's live work on its
+    // own session, then Kilo's own turn on the parent (`MAIN-DONE …`, no prompt pending).
+    const PARENT: &str = "ses_dca5431aafferNPuyUwVjg9VD8";
+    let frames = dump_fixture("e2e/kilo-7.7.7-background-ended.dump.jsonl");
+    let own_turn = frames
+        .iter()
+        .position(|(_, m)| m["params"]["update"]["content"]["text"] == "MAIN-DONE: ")
+        .expect("Kilo's own turn");
     for scan_ahead in [false, true] {
-        let (mut h, store) = run("e2e/kilo-7.7.7-background-followed.dump.jsonl", scan_ahead);
+        let store = StoreModel::default();
+        let mut h = Harness::with_store(zed_config(), store.clone());
+        h.scan_ahead = scan_ahead;
         let child = child_session_id(PARENT, "call_0001");
+        play(&mut h, &frames[..own_turn]);
+        let card = h.zed.threads[PARENT].card("call_0001").expect("card");
         assert_eq!(
-            h.zed.threads[PARENT]
-                .card("call_0001")
-                .map(|c| c.status.clone()),
-            Some("in_progress".to_owned()),
-            "words on the parent while its prompt was pending (MAIN-WAITING) end nothing"
+            card.status, "in_progress",
+            "the parent's words while its prompt was pending (MAIN-WAITING) and the child's \
+             quiet end nothing"
         );
-        play(&mut h, &follow_up_turn(PARENT));
+        assert!(card.title.contains("glob"), "live progress: {}", card.title);
+        play(&mut h, &frames[own_turn..]);
         let parent = h.zed.threads[PARENT].clone();
         let card = parent.card("call_0001").expect("card");
         assert_eq!(card.status, "completed", "scan ahead {scan_ahead}");
@@ -200,11 +211,15 @@ fn kilos_own_turn_after_the_child_went_quiet_ends_the_followed_child() {
                 .is_some_and(|l| l.ends_with("MAIN-DONE: alpha reported back.")),
             "{words:?}"
         );
-        h.load_child(&child);
         let lines = entry_lines(&h.zed.threads[&child].entries);
         assert_eq!(
-            lines.last().map(String::as_str),
-            Some("agent:SUB-ANSWER alpha: the project holds a.txt, b.txt.")
+            lines,
+            [
+                TASK,
+                "agent:Subagent alpha looking around.",
+                "tool:call_0002:completed",
+                "agent:SUB-ANSWER alpha: the project holds a.txt, b.txt.",
+            ]
         );
         let info = card.subagent.as_ref().expect("info");
         assert_eq!(info.end, Some(lines.len() as u64 - 1), "the card's range");
