@@ -135,6 +135,12 @@ const CLINE_NO_TIE: &str =
      (Cline stores each child as `<parent>__agent_<id>`, an id never on the wire); a child \
      whose thread then holds only its task gets its work from Cline's record of it when its \
      spawn completes, so its tool calls show in its thread and, as sent, in the parent";
+const CLINE_RECORD_AFTER_TURN: &str =
+    "cline 3.0.65: a child whose words stayed in the parent (two open) has its spawn's answer \
+     wait up to 2 s for Cline's record of it; when the parent's turn ends first, a standard \
+     client is told the child's answer (its `session_message` reply) only after `end_turn`, \
+     and the suite's standard client stops reading at `end_turn` (depends on whether the \
+     child's answer came while the other child ran)";
 const AGENTPOOL_REPLAYS_NOTHING: &str =
     "AgentPool 2.9.18: session/load replays nothing of the parent: the reopened thread holds \
      the cards the proxy restores from its store, not the user's prompt or the answer";
@@ -411,6 +417,12 @@ pub(crate) const EXPECT: &[Expect] = &[
                 "parent-clean",
                 "is also in the parent thread",
                 CLINE_NO_TIE,
+            ),
+            sometimes(
+                "two",
+                "standard",
+                "answer is no message",
+                CLINE_RECORD_AFTER_TURN,
             ),
         ],
     },
