@@ -137,6 +137,8 @@ pub struct Engine {
     untold_tasks: quirks::end_signals::UntoldTasks,
     /// Agent ids of children whose agent keeps a record of them on disk.
     child_records: quirks::records::ChildRecords,
+    /// Messages begun in a parent's thread while timing could not choose a child.
+    parent_messages: quirks::timing::ParentMessages,
 }
 
 impl Default for Engine {
@@ -194,6 +196,7 @@ impl Engine {
             replayed_spawns: Default::default(),
             untold_tasks: Default::default(),
             child_records: Default::default(),
+            parent_messages: Default::default(),
         }
     }
 
@@ -626,6 +629,7 @@ impl Engine {
                 }
                 out.push(Action::ToClient(frame));
                 if let Some(sid) = req.session {
+                    self.parent_messages.turn_over(&sid);
                     self.turn_ended(&sid, out);
                     self.parent_turn_over(&sid, out);
                 }

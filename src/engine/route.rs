@@ -45,8 +45,11 @@ impl Engine {
                     // May end a background child.
                     return false;
                 }
-                if self.detector.any_timing() && self.reg.has_open_legacy_children() {
-                    // May be a child's by timing (a preset's opt-in).
+                if (self.detector.any_timing() || self.detector.any_agent_turn_end())
+                    && self.reg.has_open_legacy_children()
+                {
+                    // May be a child's by timing, or the agent's own turn that ends one (a
+                    // preset's opt-in).
                     return false;
                 }
                 if !found.has(kind::TOOL_CALL) {
@@ -159,6 +162,10 @@ impl Engine {
             },
             _ => frame,
         };
+        if self.detector.any_timing() {
+            // Whether a message begun in the parent's thread runs on (`quirks::timing`).
+            self.parent_messages.see(sid, kind);
+        }
         let names_parent = found.has(keys::kind::PARENT);
         let tf = ToolFrame {
             kind,
@@ -192,6 +199,10 @@ impl Engine {
             // A child the agent replays for the proxy's fetch (OpenCode).
             self.replayed_update(&cid, sid, &fields, out);
             return;
+        }
+        if self.detector.any_agent_turn_end() && self.reg.has_open_legacy_children() {
+            // The agent's own turn may end a background child (`end_on_agent_turn`).
+            self.agent_turn(sid, kind, out);
         }
         match kind {
             "subagent_update" | "subagent_spawned" | "subagent_state_update" => {
@@ -229,7 +240,12 @@ impl Engine {
                 if kind == "tool_call_update" && self.progress_frame(&cid, &fields, out) {
                     return;
                 }
-                self.spawn_event(&cid, kind, parse_update(), out);
+                let update = parse_update();
+                if let Some(u) = update.as_ref().filter(|_| self.detector.any_timing()) {
+                    // A child's answer may end a message left in the parent (`quirks::timing`).
+                    self.spawn_update_seen(sid, &cid, u);
+                }
+                self.spawn_event(&cid, kind, update, out);
                 return;
             }
             if let Some(owner) = self.reg.tool_owner(sid, t).cloned() {
@@ -290,6 +306,9 @@ impl Engine {
             }
         }
         if !names_parent && !may_spawn {
+            if self.detector.any_timing() {
+                self.left_in_parent(sid, kind, raw);
+            }
             self.pass_to_top_level(frame, tf, out);
             if let (Some(t), "tool_call") = (tool, kind) {
                 self.held.parent_tool(sid, t);

@@ -28,11 +28,13 @@ impl Engine {
             // What makes `passes_untouched` read a frame that holds none of the keys: a
             // standard child's frames and a replayed agent session's are told apart by session
             // id alone, and a preset that attributes by timing claims unmarked events while a
-            // legacy child runs.
+            // legacy child runs (one that ends a background child by the agent's own turn
+            // reads them too).
             let unmarked_may_matter = self.reg.has_agent_children()
                 || !self.agent_replays.is_empty()
                 || self.replayed_spawns.any()
-                || (self.detector.any_timing() && self.reg.has_open_legacy_children());
+                || ((self.detector.any_timing() || self.detector.any_agent_turn_end())
+                    && self.reg.has_open_legacy_children());
             if unmarked_may_matter {
                 Sieve::Each
             } else {

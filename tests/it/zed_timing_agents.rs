@@ -140,3 +140,67 @@ fn a_lone_childs_events_go_to_its_card_by_timing() {
         }
     }
 }
+
+/// Cline's two children, with alpha's spawn ending in the middle of beta's answer (the order
+/// of the kit's runs where it showed): beta's answer began in the parent while both ran, so
+/// its rest stays there too instead of going to beta by timing as a tail; beta's thread
+/// ends with the answer its spawn's result holds. The frames are the real run's
+/// (`cline-3.0.65-two.dump.jsonl`), alpha's completion moved after `SUB-ANSWER beta: `.
+#[test]
+fn a_message_begun_in_the_parent_ends_there_when_the_other_child_ends() {
+    const PARENT: &str = "1796176443947_Luv91_cli";
+    let mut frames = dump_fixture("e2e/cline-3.0.65-two.dump.jsonl");
+    let text = |m: &Value| {
+        m.pointer("/params/update/content/text")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let done = frames
+        .iter()
+        .position(|(dir, m)| {
+            dir == "in"
+                && m.pointer("/params/update/toolCallId") == Some(&Value::from("call_0001"))
+                && m.pointer("/params/update/status") == Some(&Value::from("completed"))
+        })
+        .expect("alpha's completion");
+    let alpha_done = frames.remove(done);
+    let beta_begun = frames
+        .iter()
+        .position(|(_, m)| text(m).as_deref() == Some("beta: "))
+        .expect("beta's answer");
+    frames.insert(beta_begun + 1, alpha_done);
+    for scan_ahead in [false, true] {
+        let mut h = Harness::with_store(zed_config(), StoreModel::default());
+        h.scan_ahead = scan_ahead;
+        play(&mut h, &frames);
+        // Cline's record of each child is not found: the wire decides.
+        for watch in h.records.clone() {
+            h.record_read(
+                &watch.child,
+                acp_proxy::subagents::records::Record::default(),
+            );
+        }
+        for (spawn, tag) in [("call_0001", "alpha"), ("call_0002", "beta")] {
+            let child = child_session_id(PARENT, spawn);
+            h.load_child(&child);
+            let lines = entry_lines(&h.zed.threads[&child].entries);
+            assert_eq!(
+                lines.last().map(String::as_str),
+                Some(format!("agent:SUB-ANSWER {tag}: the project holds a.txt, b.txt.").as_str()),
+                "scan ahead {scan_ahead}: {lines:?}"
+            );
+        }
+        let sent: Vec<Value> = h
+            .to_client
+            .iter()
+            .map(|l| serde_json::from_slice(l).expect("json"))
+            .collect();
+        assert!(
+            !sent.iter().any(|v| text(v).as_deref() == Some("the ")
+                && v.pointer("/params/update/_meta/acp-proxy/attribution")
+                    .is_some()),
+            "scan ahead {scan_ahead}: no part of beta's answer is attributed by timing"
+        );
+        assert!(h.zed.rejected.is_empty(), "{:?}", h.zed.rejected);
+    }
+}

@@ -304,8 +304,10 @@ impl Engine {
     }
 
     /// Whether an update of `kind` on `agent_session`, fetched for `cid`, is the running
-    /// child's live work: its fetch is done, the child runs on in the background, and the
-    /// update is work (not the agent's commands, modes or usage for that session).
+    /// child's live work: its fetch is done, the child runs in the background, and the
+    /// update is work (not the agent's commands, modes or usage for that session). A child
+    /// whose end was inferred (`end_on_agent_turn`) keeps what it still sends, its card
+    /// staying final.
     pub(in crate::engine) fn followed_live(
         &self,
         cid: &ChildId,
@@ -319,10 +321,7 @@ impl Engine {
                 .values()
                 .any(|f| f.agent_id == agent_session)
             && self.follows_launch(cid)
-            && self
-                .reg
-                .get(cid)
-                .is_some_and(|c| c.is_background() && !c.state().is_final())
+            && self.reg.get(cid).is_some_and(|c| c.is_background())
     }
 
     /// Ask the agent for the child's replay (now, or when a slot frees up).

@@ -1,6 +1,7 @@
 //! Preset signals that arrive outside the spawn card: the later frame that ends a background
 //! child (Qwen's `_meta.backgroundTask` naming the spawn, Copilot's `read_agent` result naming
-//! the agent's own child id), and the task a standard announcement carries when
+//! the agent's own child id), the agent's own turn on the parent that a preset takes as a
+//! background child's end when nothing names it (`end_on_agent_turn`, Kilo), and the task a standard announcement carries when
 //! no `session_message` brings it (Codex), or the preset's note that none does (Codex's
 //! multi-agent V2).
 
@@ -8,7 +9,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::engine::{str_field, Action, Engine};
+use crate::engine::{str_field, Action, Engine, NoteLevel};
 use crate::subagents::ids::ChildId;
 use crate::subagents::model::ChildState;
 use crate::subagents::preset::detect::{EndNames, EndStatus};
@@ -85,18 +86,77 @@ impl Engine {
         if !parents_own {
             self.record_in(&cid, update, out);
         }
-        if self.reg.get(&cid).is_some_and(|c| c.card_is_final()) {
+        self.end_background(&cid, state, out);
+        !parents_own
+    }
+
+    /// A background child's end: its card finishes (its title the task's again), or, when
+    /// it completed at the launch, its state is settled.
+    fn end_background(&mut self, cid: &ChildId, state: ChildState, out: &mut Vec<Action>) {
+        if self.reg.get(cid).is_some_and(|c| c.card_is_final()) {
             // The card completed at the launch (a preset that does not keep it open): the
             // child's state is all that is left to settle.
-            if let Some(c) = self.reg.get_mut(&cid) {
+            if let Some(c) = self.reg.get_mut(cid) {
                 c.settle(state);
             }
-            self.persist_state(&cid, out);
-            self.retire(&cid);
-            return !parents_own;
+            self.persist_state(cid, out);
+            self.retire(cid);
+            return;
         }
-        self.finish_child(&cid, state, out);
-        !parents_own
+        self.finish_child(cid, state, out);
+    }
+
+    /// An update of `kind` on `session` (the caller checked that a preset ends children by
+    /// the agent's own turn): if it is work no prompt of the client's asked for, the agent
+    /// started a turn of its own there. Agents that tell a background child's end only to
+    /// their model (Kilo injects the notice into the parent as a user message, seen only on
+    /// `session/load`) then answer it: with `end_on_agent_turn`, that turn ends the one
+    /// background child still open on the session, as completed (inferred, noted). With
+    /// more than one open nothing says which ended, and they stay open.
+    pub(in crate::engine) fn agent_turn(
+        &mut self,
+        session: &str,
+        kind: &str,
+        out: &mut Vec<Action>,
+    ) {
+        const TURN_KINDS: [&str; 4] = [
+            "agent_message_chunk",
+            "agent_thought_chunk",
+            "user_message_chunk",
+            "tool_call",
+        ];
+        if !TURN_KINDS.contains(&kind)
+            || self.client_requests.has("session/prompt", session)
+            || self.client_requests.has("session/load", session)
+        {
+            return;
+        }
+        let detector = &self.detector;
+        let open: Vec<ChildId> = self
+            .reg
+            .iter()
+            .filter(|c| {
+                c.agent_session.as_str() == session
+                    && c.is_background()
+                    && !c.state().is_final()
+                    && !c.history_known()
+                    && c.preset.is_some_and(|p| detector.ends_on_agent_turn(p))
+            })
+            .map(|c| c.id.clone())
+            .take(2)
+            .collect();
+        let [cid] = open.as_slice() else {
+            return;
+        };
+        let cid = cid.clone();
+        self.note(
+            out,
+            NoteLevel::Info,
+            format!(
+                "subagent {cid}: the agent started a turn of its own on {session} (no prompt pending): taken as the end of this background child, the only one open (inferred, `end_on_agent_turn`)"
+            ),
+        );
+        self.end_background(&cid, ChildState::Completed, out);
     }
 
     /// The task a standard announcement carried, as the child thread's first message, once

@@ -38,6 +38,8 @@ struct Inner {
     any_timing: bool,
     /// Whether any preset in force has `child_ref` pointers.
     any_child_ref: bool,
+    /// Some preset ends a background child by the agent's own turn (`end_on_agent_turn`).
+    any_agent_turn_end: bool,
     markers: ByteMarkers,
     /// Per preset, what [`Detector::card_frame_raw`] looks for in a spawn card's update;
     /// `None` for a preset that reads more of the card.
@@ -210,10 +212,12 @@ impl Detector {
             .all(|ptr| ptr.starts_with("/_meta/"));
         let any_timing = presets.iter().any(|p| p.timing);
         let card_reads = presets.iter().map(card_reads).collect();
+        let any_agent_turn_end = presets.iter().any(|p| p.end_on_agent_turn);
         Detector(Arc::new(Inner {
             card_reads,
             parents_under_meta,
             any_timing,
+            any_agent_turn_end,
             any_child_ref,
             key_set: KeySet::new(&refs, &markers.spawn, &markers.end, &markers.sibling),
             parent_finders: markers
@@ -528,6 +532,18 @@ impl Detector {
     pub fn follows_background(&self, id: PresetId) -> bool {
         self.preset(id)
             .is_some_and(|p| p.follow_background && p.child_replay.replays())
+    }
+
+    /// Whether a background child of this preset ends when the agent starts a turn of its own
+    /// on the parent (`end_on_agent_turn`).
+    pub fn ends_on_agent_turn(&self, id: PresetId) -> bool {
+        self.preset(id).is_some_and(|p| p.end_on_agent_turn)
+    }
+
+    /// Whether any preset in force ends background children by the agent's own turn
+    /// (checked on the parent's frames while a child is open, so kept as one flag).
+    pub fn any_agent_turn_end(&self) -> bool {
+        self.0.any_agent_turn_end
     }
 
     /// The agent's own record of a child that the proxy reads, if any.

@@ -117,6 +117,9 @@ pub struct PresetData {
     pub child_replay: ChildReplay,
     /// Fetch a background child at its launch and keep its live events (`follow_background`).
     pub follow_background: bool,
+    /// A background child ends when the agent starts a turn of its own on the parent
+    /// (`end_on_agent_turn`).
+    pub end_on_agent_turn: bool,
     pub child_record: ChildRecord,
     pub background: Vec<Rule>,
     pub end: Vec<EndRule>,
@@ -364,6 +367,7 @@ impl Preset {
             agent_child_id: sources(&spec.agent_child_id, &format!("{key}.agent_child_id"))?,
             child_replay: spec.child_replay.unwrap_or_default(),
             follow_background: spec.follow_background.unwrap_or(false),
+            end_on_agent_turn: spec.end_on_agent_turn.unwrap_or(false),
             child_record: spec.child_record.unwrap_or_default(),
             parent,
             child_ref,
@@ -518,6 +522,10 @@ impl Preset {
         );
         add(!self.background.is_empty(), "background launches");
         add(self.follow_background, "background children followed live");
+        add(
+            self.end_on_agent_turn,
+            "background end by the agent's own turn (inferred)",
+        );
         add(!self.end.is_empty(), "end signals");
         add(!self.sibling.is_empty(), "sibling calls");
         add(!self.spawn_event.is_empty(), "events on the spawn card");

@@ -51,6 +51,10 @@ pub struct PresetSpec {
     /// A background child the agent replays: fetched at its launch, and the events the agent
     /// then streams live on the child's session are the child's.
     pub follow_background: Option<bool>,
+    /// A background child nothing on the wire ends: taken as ended when the agent starts a
+    /// turn of its own on the parent (no prompt of the client's pending) while it is the only
+    /// such child open (inferred).
+    pub end_on_agent_turn: Option<bool>,
     /// The agent's own record of each child on disk, read for what the wire leaves out.
     pub child_record: Option<ChildRecord>,
     pub background: Option<Vec<RuleSpec>>,
@@ -84,6 +88,7 @@ impl PresetSpec {
             agent_child_id: self.agent_child_id.or(b.agent_child_id),
             child_replay: self.child_replay.or(b.child_replay),
             follow_background: self.follow_background.or(b.follow_background),
+            end_on_agent_turn: self.end_on_agent_turn.or(b.end_on_agent_turn),
             child_record: self.child_record.or(b.child_record),
             background: self.background.or(b.background),
             end: self.end.or(b.end),
