@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::engine::{str_field, Action, Engine, NoteLevel};
 use crate::subagents::entries::key_field;
 use crate::subagents::ids::ChildId;
+use crate::subagents::model::Child;
 use crate::subagents::persist::StoreOp;
 use crate::wire::write;
 
@@ -103,6 +104,15 @@ impl Engine {
         let text: Arc<str> = Arc::from(text);
         let index = child.thread.len();
         child.record_kind(kind, key, text.clone());
+        note_title(child, value, &text);
+        let replaying = self.reopen.replaying(child.top_session.as_str());
+        if let (Some(keep), None, false) = (self.spill_over, self.render.standard(), replaying) {
+            // The store is given every update (the action below): the oldest may leave memory,
+            // read back before a load or a replay needs them. The standard output reads the
+            // thread as it goes, so it keeps all of it; a parent's replay reads its children's
+            // threads, read back when it began.
+            child.thread.spill(keep);
+        }
         if child.is_loaded() {
             out.push(Action::ToClient(
                 match self
@@ -166,5 +176,27 @@ impl Engine {
             }
         }
         cur
+    }
+}
+
+/// Keep the title an update gives its tool call (what a permission request of the child is
+/// titled by), read from the parsed update or, rarely at hand only as text, parsed for it.
+fn note_title(child: &mut Child, value: Option<&Value>, text: &str) {
+    let parsed;
+    let value = match value {
+        Some(v) => v,
+        None if text.contains("\"title\"") && text.contains("\"toolCallId\"") => {
+            match serde_json::from_str::<Value>(text) {
+                Ok(v) => {
+                    parsed = v;
+                    &parsed
+                }
+                Err(_) => return,
+            }
+        }
+        None => return,
+    };
+    if let (Some(tool), Some(title)) = (str_field(value, "toolCallId"), str_field(value, "title")) {
+        child.note_tool_title(tool, title);
     }
 }

@@ -626,7 +626,7 @@ impl Engine {
         let Some(child) = self.reg.get(cid) else {
             return 0;
         };
-        let [first] = child.thread.as_slice() else {
+        let (1, Some(first)) = (child.thread.len(), child.thread.first()) else {
             return 0;
         };
         let recorded = serde_json::from_str::<Value>(first).ok().and_then(|v| {
