@@ -8,7 +8,6 @@ use serde_json::Value;
 use crate::engine::{str_field, Action, Engine, NoteLevel};
 use crate::subagents::entries::key_field;
 use crate::subagents::ids::ChildId;
-use crate::subagents::model::Child;
 use crate::subagents::persist::StoreOp;
 use crate::wire::write;
 
@@ -36,15 +35,11 @@ impl Engine {
         out: &mut Vec<Action>,
     ) {
         let kind = str_field(update, "sessionUpdate").unwrap_or("").to_owned();
-        let tool = str_field(update, "toolCallId").map(str::to_owned);
-        self.record_text_in(
-            cid,
-            &kind,
-            tool.as_deref(),
-            &update.to_string(),
-            Some(update),
-            out,
-        );
+        let tool = ToolRef {
+            id: str_field(update, "toolCallId"),
+            title: str_field(update, "title"),
+        };
+        self.record_text_in(cid, &kind, tool, &update.to_string(), Some(update), out);
     }
 
     /// Append one update (its JSON text, and the parsed value when at hand) to a child's
@@ -53,7 +48,7 @@ impl Engine {
         &mut self,
         cid: &ChildId,
         kind: &str,
-        tool: Option<&str>,
+        tool: ToolRef<'_>,
         text: &str,
         value: Option<&Value>,
         out: &mut Vec<Action>,
@@ -89,7 +84,7 @@ impl Engine {
         // compaction's id is read from the update (rare kinds in a child's thread).
         let parsed;
         let key = match key_field(kind) {
-            Some("toolCallId") | None => tool,
+            Some("toolCallId") | None => tool.id,
             Some(field) => {
                 parsed = match value {
                     Some(v) => v.get(field).cloned(),
@@ -104,7 +99,10 @@ impl Engine {
         let text: Arc<str> = Arc::from(text);
         let index = child.thread.len();
         child.record_kind(kind, key, text.clone());
-        note_title(child, value, &text);
+        if let (Some(id), Some(title)) = (tool.id, tool.title) {
+            // What a permission request of the child is titled by.
+            child.note_tool_title(id, title);
+        }
         let replaying = self.reopen.replaying(child.top_session.as_str());
         if let (Some(keep), None, false) = (self.spill_over, self.render.standard(), replaying) {
             // The store is given every update (the action below): the oldest may leave memory,
@@ -179,24 +177,9 @@ impl Engine {
     }
 }
 
-/// Keep the title an update gives its tool call (what a permission request of the child is
-/// titled by), read from the parsed update or, rarely at hand only as text, parsed for it.
-fn note_title(child: &mut Child, value: Option<&Value>, text: &str) {
-    let parsed;
-    let value = match value {
-        Some(v) => v,
-        None if text.contains("\"title\"") && text.contains("\"toolCallId\"") => {
-            match serde_json::from_str::<Value>(text) {
-                Ok(v) => {
-                    parsed = v;
-                    &parsed
-                }
-                Err(_) => return,
-            }
-        }
-        None => return,
-    };
-    if let (Some(tool), Some(title)) = (str_field(value, "toolCallId"), str_field(value, "title")) {
-        child.note_tool_title(tool, title);
-    }
+/// The tool call an update is about, as read from it: its `toolCallId` and `title`.
+#[derive(Debug, Clone, Copy, Default)]
+pub(in crate::engine) struct ToolRef<'a> {
+    pub id: Option<&'a str>,
+    pub title: Option<&'a str>,
 }
