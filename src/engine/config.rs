@@ -93,7 +93,7 @@ impl Default for Limits {
             max_depth: 8,
             max_transcript_bytes: 16 * 1024 * 1024,
             max_finished_in_memory: 16,
-            max_thread_bytes_in_memory: 64 * 1024,
+            max_thread_bytes_in_memory: 16 * 1024,
         }
     }
 }

@@ -6,7 +6,7 @@
 //! max_age = "30d"        # seconds as an integer, or a number followed by s, m, h or d
 //! max_bytes = "512MiB"   # bytes as an integer, or a number followed by B, KiB, MiB or GiB
 //! queue_ops = 4096
-//! queue_bytes = "2MiB"   # bytes as an integer, or a number followed by B, KiB, MiB or GiB
+//! queue_bytes = "1MiB"   # bytes as an integer, or a number followed by B, KiB, MiB or GiB
 //! ```
 
 use std::convert::Infallible;
@@ -24,8 +24,8 @@ pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(30 * 86_400);
 pub const DEFAULT_MAX_BYTES: u64 = 512 * 1024 * 1024;
 /// Default number of writes the queue holds before `submit` waits for the disk.
 pub const DEFAULT_QUEUE_OPS: usize = 4096;
-/// Default bytes of transcript the queue holds before `submit` waits for the disk: 2 MiB.
-pub const DEFAULT_QUEUE_BYTES: u64 = 2 * 1024 * 1024;
+/// Default bytes of transcript the queue holds before `submit` waits for the disk: 1 MiB.
+pub const DEFAULT_QUEUE_BYTES: u64 = 1024 * 1024;
 
 /// Where the store keeps its data.
 #[derive(Debug, Clone, PartialEq, Eq)]
