@@ -515,20 +515,26 @@ impl Engine {
             _ => None,
         };
         let found = child.as_ref().map(|stored| stored.child_id.to_string());
-        self.reopen.store_answered(found.into_iter().chain(asked));
+        self.reopen
+            .store_answered(found.into_iter().chain(asked.clone()));
         let restored = child.map(|stored| {
             let id = stored.child_id.clone();
-            let whole = client::child_sessions::restore_child(&mut self.reg, stored);
-            (id, whole)
+            client::child_sessions::restore_child(&mut self.reg, stored);
+            id
         });
-        if let Some((id, false)) = &restored {
-            let msg = format!("subagent {id}: the store lost part of its thread; its load shows what memory still holds");
+        let partial = asked
+            .as_deref()
+            .and_then(|s| self.reg.resolve(s))
+            .and_then(|cid| self.reg.get(cid))
+            .filter(|c| !c.thread.is_whole())
+            .map(|c| c.id.clone());
+        if let Some(id) = partial {
+            let msg = format!("subagent {id}: the store could not give back all of its thread; its load shows what memory still holds");
             self.note(out, NoteLevel::Warn, msg);
         }
         self.store_read = true;
         self.from_client(request, now, out);
         self.store_read = false;
-        let restored = restored.map(|(id, _)| id);
         if let Some(id) = restored {
             // Served: a finished child leaves memory again in its turn, like any other.
             self.retire(&id);

@@ -342,3 +342,31 @@ fn a_child_whose_older_updates_left_memory_still_loads_whole() {
     assert_eq!(ended, whole_ended);
     assert_eq!(ended, live);
 }
+
+#[test]
+fn a_child_whose_older_updates_the_store_cannot_give_back_loads_what_memory_holds() {
+    let mut h = harness(Limits {
+        max_thread_bytes_in_memory: 1,
+        ..Limits::default()
+    });
+    h.agent(spawn_msg("sp", None));
+    for n in 0..5 {
+        h.agent(child_tool("sp", n));
+    }
+    h.store_blind = true;
+    let child = child_session_id(S, "sp");
+    let id = h.load_child(&child);
+    assert_eq!(h.response(id).expect("answered")["result"], json!({}));
+    // The task and the newest update, and a warning that says why the rest is missing.
+    assert_eq!(
+        entry_lines(&h.zed.threads[&child].entries),
+        ["user:task sp", "tool:sp-t4:completed"]
+    );
+    assert!(
+        h.notes
+            .iter()
+            .any(|n| n.contains("could not give back all of its thread")),
+        "{:?}",
+        h.notes
+    );
+}

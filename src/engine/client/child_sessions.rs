@@ -199,11 +199,12 @@ pub(in crate::engine) fn filter_session_list(reg: &Children, frame: Bytes) -> By
 }
 
 /// Bring a stored child back into memory (after a restart), or the updates of a child in
-/// memory that left it. Otherwise what memory holds wins. Returns false if the store lacks
-/// updates that left memory.
-pub(in crate::engine) fn restore_child(reg: &mut Children, stored: StoredChild) -> bool {
+/// memory that left it (unless the store lacks some: the thread then stays as it is).
+/// Otherwise what memory holds wins.
+pub(in crate::engine) fn restore_child(reg: &mut Children, stored: StoredChild) {
     if let Some(child) = reg.get_mut(&stored.child_id) {
-        return child.thread.refill(&stored.updates);
+        child.thread.refill(&stored.updates);
+        return;
     }
     let agent_child = ids::agent_child_of_spawn(&stored.spawn_tool_call_id)
         .map(|a| AgentSessionId::new(a.to_owned()));
@@ -249,5 +250,4 @@ pub(in crate::engine) fn restore_child(reg: &mut Children, stored: StoredChild) 
     }
     child.cwd = stored.cwd;
     reg.insert(child);
-    true
 }
