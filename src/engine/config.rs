@@ -81,6 +81,9 @@ pub struct Limits {
     pub max_transcript_bytes: usize,
     /// Finished children kept in memory; older ones are served from the store.
     pub max_finished_in_memory: usize,
+    /// Bytes of one child's thread kept in memory; its older updates are read back from the
+    /// store when the thread is loaded or replayed. 0 keeps every update in memory.
+    pub max_thread_bytes_in_memory: usize,
 }
 
 impl Default for Limits {
@@ -90,6 +93,7 @@ impl Default for Limits {
             max_depth: 8,
             max_transcript_bytes: 16 * 1024 * 1024,
             max_finished_in_memory: 16,
+            max_thread_bytes_in_memory: 16 * 1024,
         }
     }
 }

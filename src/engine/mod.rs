@@ -139,6 +139,11 @@ pub struct Engine {
     child_records: quirks::records::ChildRecords,
     /// Messages begun in a parent's thread while timing could not choose a child.
     parent_messages: quirks::timing::ParentMessages,
+    /// Bytes of a child's thread kept in memory when a store holds the rest (`None`: all).
+    spill_over: Option<usize>,
+    /// A child load is being answered after the store was read for it: what memory holds is
+    /// served even if the store could not give back all of the thread.
+    store_read: bool,
 }
 
 impl Default for Engine {
@@ -197,7 +202,22 @@ impl Engine {
             untold_tasks: Default::default(),
             child_records: Default::default(),
             parent_messages: Default::default(),
+            spill_over: None,
+            store_read: false,
         }
+        .with_spill()
+    }
+
+    /// Children's older updates leave memory as the limits say (the store keeps them).
+    fn with_spill(mut self) -> Self {
+        let keep = self.cfg.limits.max_thread_bytes_in_memory;
+        self.spill_over = (keep > 0).then_some(keep);
+        self
+    }
+
+    /// There is no store to read children's threads back from: every update stays in memory.
+    pub fn without_store(&mut self) {
+        self.spill_over = None;
     }
 
     /// The output flavour, once the client's `initialize` decided it.
@@ -469,6 +489,8 @@ impl Engine {
     pub fn restore(&mut self, children: Vec<StoredChild>) {
         for stored in children {
             let id = stored.child_id.clone();
+            // A child in memory gets back the updates that left it; should the store have lost
+            // some, the replay shows what memory holds.
             client::child_sessions::restore_child(&mut self.reg, stored);
             let reopen = &self.reopen;
             if let Some(child) = self.reg.get_mut(&id) {
@@ -496,13 +518,26 @@ impl Engine {
             _ => None,
         };
         let found = child.as_ref().map(|stored| stored.child_id.to_string());
-        self.reopen.store_answered(found.into_iter().chain(asked));
+        self.reopen
+            .store_answered(found.into_iter().chain(asked.clone()));
         let restored = child.map(|stored| {
             let id = stored.child_id.clone();
             client::child_sessions::restore_child(&mut self.reg, stored);
             id
         });
+        let partial = asked
+            .as_deref()
+            .and_then(|s| self.reg.resolve(s))
+            .and_then(|cid| self.reg.get(cid))
+            .filter(|c| !c.thread.is_whole())
+            .map(|c| c.id.clone());
+        if let Some(id) = partial {
+            let msg = format!("subagent {id}: the store could not give back all of its thread; its load shows what memory still holds");
+            self.note(out, NoteLevel::Warn, msg);
+        }
+        self.store_read = true;
         self.from_client(request, now, out);
+        self.store_read = false;
         if let Some(id) = restored {
             // Served: a finished child leaves memory again in its turn, like any other.
             self.retire(&id);
@@ -551,6 +586,11 @@ impl Engine {
     /// Children currently held in memory (finished ones beyond the limit live in the store).
     pub fn children_in_memory(&self) -> usize {
         self.reg.len()
+    }
+
+    /// Children's updates held in memory (the older ones of a long thread are in the store).
+    pub fn thread_updates_in_memory(&self) -> usize {
+        self.reg.iter().map(|c| c.thread.held().count()).sum()
     }
 
     /// Sizes of every collection the engine keeps, to check that long sessions stay bounded.

@@ -6,6 +6,7 @@
 //! max_age = "30d"        # seconds as an integer, or a number followed by s, m, h or d
 //! max_bytes = "512MiB"   # bytes as an integer, or a number followed by B, KiB, MiB or GiB
 //! queue_ops = 4096
+//! queue_bytes = "1MiB"   # bytes as an integer, or a number followed by B, KiB, MiB or GiB
 //! ```
 
 use std::convert::Infallible;
@@ -23,6 +24,8 @@ pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(30 * 86_400);
 pub const DEFAULT_MAX_BYTES: u64 = 512 * 1024 * 1024;
 /// Default number of writes the queue holds before `submit` waits for the disk.
 pub const DEFAULT_QUEUE_OPS: usize = 4096;
+/// Default bytes of transcript the queue holds before `submit` waits for the disk: 1 MiB.
+pub const DEFAULT_QUEUE_BYTES: u64 = 1024 * 1024;
 
 /// Where the store keeps its data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,6 +95,14 @@ pub struct StoreConfig {
     /// Writes the queue holds before `Store::submit` waits for the disk (at least 1).
     #[serde(deserialize_with = "de_queue_ops")]
     pub queue_ops: usize,
+    /// Bytes of transcript updates the queue holds before `Store::submit` waits for the disk
+    /// to take all of them (what a lagging disk costs in memory). Zero: no limit but
+    /// `queue_ops`.
+    #[serde(
+        deserialize_with = "crate::units::de_bytes",
+        serialize_with = "crate::units::ser_bytes"
+    )]
+    pub queue_bytes: u64,
     /// Run retention in the writer at open and every hour. Not a config key: the `store`
     /// subcommands turn it off so they report exactly what they see and do.
     #[serde(skip)]
@@ -105,6 +116,7 @@ impl Default for StoreConfig {
             max_age: DEFAULT_MAX_AGE,
             max_bytes: DEFAULT_MAX_BYTES,
             queue_ops: DEFAULT_QUEUE_OPS,
+            queue_bytes: DEFAULT_QUEUE_BYTES,
             background_prune: true,
         }
     }

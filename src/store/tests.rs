@@ -282,6 +282,59 @@ fn a_full_queue_waits_and_loses_nothing() {
     assert_eq!(child.updates, expected);
 }
 
+/// Submits three 100-byte updates while the writer is stuck on the connection: whether the
+/// producer was still waiting after a while, and what the store holds once it is let go.
+fn submit_with_a_stuck_writer(queue_bytes: u64) -> (bool, Vec<String>, usize) {
+    let store = Store::open(&StoreConfig {
+        queue_bytes,
+        ..memory_cfg()
+    })
+    .expect("open");
+    let conn = lock(&store.inner.shared.reader)
+        .clone()
+        .expect("a memory store's connection");
+    let stuck = lock(&conn);
+    let producer = {
+        let store = store.clone();
+        std::thread::spawn(move || {
+            for i in 0..3 {
+                store.submit(append("b", &format!("{i}{}", "x".repeat(99))));
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let waiting = !producer.is_finished();
+    drop(stuck);
+    producer.join().expect("producer");
+    store.flush().expect("flush");
+    let updates = store.child("b").expect("read").expect("stored").updates;
+    let queued = store.inner.shared.queued_bytes.load(Ordering::Relaxed);
+    (waiting, updates, queued)
+}
+
+#[test]
+fn past_queue_bytes_submit_waits_for_the_disk_and_loses_nothing() {
+    let (waiting, updates, queued) = submit_with_a_stuck_writer(150);
+    assert!(waiting, "the producer went on past 150 queued bytes");
+    assert_eq!(updates.len(), 3);
+    assert!(updates[2].starts_with('2'));
+    assert_eq!(queued, 0, "every written byte is taken off the count");
+    // Without the bound only the queue's length holds the producer back.
+    let (waiting, updates, _) = submit_with_a_stuck_writer(0);
+    assert!(!waiting);
+    assert_eq!(updates.len(), 3);
+}
+
+#[test]
+fn a_queue_slot_stays_small() {
+    // The queue's slots are allocated and touched up front: a child's row is boxed.
+    assert!(
+        std::mem::size_of::<Msg>() <= 64,
+        "{}",
+        std::mem::size_of::<Msg>()
+    );
+}
+
 #[test]
 fn writes_before_upsert_land_in_a_placeholder_that_upsert_completes() {
     let store = Store::open(&memory_cfg()).expect("open");

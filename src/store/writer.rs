@@ -9,6 +9,7 @@
 //! forever.
 
 use std::borrow::Cow;
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -36,7 +37,9 @@ const COMMIT_INTERVAL: Duration = Duration::from_millis(2);
 const BUSY_ATTEMPTS: u32 = 3;
 
 pub(super) enum Msg {
-    Op(StoreOp),
+    /// Boxed: the queue's slots are allocated and touched up front (`queue_ops` of them), and
+    /// a child's row (the largest op) would make each of them 190 bytes instead of 56.
+    Op(Box<StoreOp>),
     Flush(SyncSender<Result<(), StoreError>>),
     Prune {
         max_age: Duration,
@@ -163,7 +166,7 @@ impl Writer {
     /// queued, so the answer sees it).
     fn take(&mut self, msg: Msg, ops: &mut Vec<StoreOp>) {
         match msg {
-            Msg::Op(op) => ops.push(op),
+            Msg::Op(op) => ops.push(*op),
             Msg::Flush(reply) => {
                 self.commit(ops);
                 let _ = reply.send(self.durability());
@@ -236,9 +239,23 @@ impl Writer {
         }
     }
 
+    /// Apply the pending writes (see [`Writer::apply_ops`]) and take their bytes off the queue's
+    /// count.
+    fn commit(&mut self, ops: &mut Vec<StoreOp>) {
+        let bytes: usize = ops
+            .iter()
+            .map(|op| match op {
+                StoreOp::AppendUpdate { update, .. } => update.len(),
+                _ => 0,
+            })
+            .sum();
+        self.apply_ops(ops);
+        self.shared.queued_bytes.fetch_sub(bytes, Ordering::Relaxed);
+    }
+
     /// Apply the pending writes in one transaction; on failure move to the next mode down
     /// and apply them there.
-    fn commit(&mut self, ops: &mut Vec<StoreOp>) {
+    fn apply_ops(&mut self, ops: &mut Vec<StoreOp>) {
         if ops.is_empty() {
             return;
         }

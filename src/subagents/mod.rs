@@ -12,3 +12,4 @@ pub mod persist;
 pub mod preset;
 pub mod records;
 pub mod render;
+pub mod thread;

@@ -15,6 +15,7 @@ use super::life::Life;
 pub use super::life::{Card, ChildState};
 use super::preset::detect::PresetId;
 use super::preset::transcript::fold::Fold;
+use super::thread::Thread;
 
 /// The tool name given to spawn cards the proxy synthesizes (Zed's own name for subagent
 /// spawns).
@@ -149,8 +150,11 @@ pub struct Child {
     pub description: Option<String>,
     /// Where the child is in its life and what its card shows.
     life: Life,
-    /// The child's updates in order, as the exact JSON the proxy replays.
-    pub thread: Vec<Arc<str>>,
+    /// The child's updates in order, as the exact JSON the proxy replays (the oldest may be
+    /// held only by the store).
+    pub thread: Thread,
+    /// The latest title the thread gave each of its tool calls.
+    tool_titles: HashMap<String, String>,
     pub entries: EntryCounter,
     pub turns: Vec<TurnRange>,
     /// Live progress; counted by [`Child::show_step`].
@@ -200,7 +204,8 @@ impl Child {
             title: String::new(),
             description: None,
             life: Life::announced(),
-            thread: Vec::new(),
+            thread: Thread::default(),
+            tool_titles: HashMap::new(),
             entries: EntryCounter::default(),
             turns: vec![TurnRange {
                 start: 0,
@@ -419,20 +424,52 @@ impl Child {
         self.thread.push(text);
     }
 
-    /// Rebuild the entry counter (and size) from the thread.
+    /// The thread gave tool call `tool` this title (the latest one wins).
+    pub fn note_tool_title(&mut self, tool: &str, title: &str) {
+        match self.tool_titles.get_mut(tool) {
+            Some(t) => title.clone_into(t),
+            None => {
+                self.tool_titles.insert(tool.to_owned(), title.to_owned());
+            }
+        }
+    }
+
+    /// The latest title the thread gave tool call `tool`.
+    pub fn tool_title(&self, tool: &str) -> Option<&str> {
+        self.tool_titles.get(tool).map(String::as_str)
+    }
+
+    /// Rebuild the entry counter, the size and the tool titles from the thread. Only a whole
+    /// thread can be recounted (entry rules are set before any child records, and a thread
+    /// restored from the store is whole): a partial one keeps its counts.
     pub fn recount(&mut self) {
-        self.bytes = self.thread.iter().map(|t| t.len()).sum();
+        if !self.thread.is_whole() {
+            return;
+        }
+        let mut bytes = 0;
         let mut entries = EntryCounter::new(self.entries.rules());
-        for text in &self.thread {
+        let mut titles = Vec::new();
+        for (_, text) in self.thread.held() {
+            bytes += text.len();
             if let Ok(v) = serde_json::from_str::<Value>(text) {
                 let kind = v.get("sessionUpdate").and_then(Value::as_str).unwrap_or("");
                 let key = key_field(kind)
                     .and_then(|f| v.get(f))
                     .and_then(Value::as_str);
                 entries.push(kind, key);
+                if let (Some(tool), Some(title)) = (
+                    v.get("toolCallId").and_then(Value::as_str),
+                    v.get("title").and_then(Value::as_str),
+                ) {
+                    titles.push((tool.to_owned(), title.to_owned()));
+                }
             }
         }
+        self.bytes = bytes;
         self.entries = entries;
+        for (tool, title) in titles {
+            self.note_tool_title(&tool, &title);
+        }
     }
 
     /// Count entries by `rules` (recounting what the thread holds if they changed).

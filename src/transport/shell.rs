@@ -84,6 +84,10 @@ impl Shell {
         store: Option<Store>,
         max_frame: usize,
     ) -> Shell {
+        let mut engine = engine;
+        if store.is_none() {
+            engine.without_store();
+        }
         Shell {
             engine,
             actions: Vec::new(),
@@ -381,7 +385,7 @@ impl Shell {
                     let children = match self
                         .store
                         .as_ref()
-                        .map(|s| s.children_of(&parent_session_id))
+                        .map(|s| read_after_writes(s, |s| s.children_of(&parent_session_id)))
                     {
                         Some(Ok(children)) => children,
                         Some(Err(e)) => {
@@ -402,7 +406,11 @@ impl Shell {
                     }
                 }
                 Action::FetchChild { child_id, request } => {
-                    let child = match self.store.as_ref().map(|s| s.child(child_id.as_str())) {
+                    let child = match self
+                        .store
+                        .as_ref()
+                        .map(|s| read_after_writes(s, |s| s.child(child_id.as_str())))
+                    {
                         Some(Ok(child)) => child,
                         Some(Err(e)) => {
                             tracing::warn!("cannot read stored subagent {child_id}: {e}");
@@ -437,4 +445,15 @@ impl Shell {
             }
         }
     }
+}
+
+/// Read the store once every write given before is applied: a child's updates that left the
+/// engine's memory are among them. The flush's failure is not the read's: a store that
+/// stopped writing to its file still answers from what it kept in memory, and one that cannot
+/// answer says so on the read.
+fn read_after_writes<T>(store: &Store, read: impl FnOnce(&Store) -> T) -> T {
+    if let Err(e) = store.flush() {
+        tracing::debug!("reading the store without its last writes: {e}");
+    }
+    read(store)
 }

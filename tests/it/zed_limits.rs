@@ -5,7 +5,7 @@ use acp_proxy::engine::{EngineConfig, Limits};
 use acp_proxy::subagents::ids::child_session_id;
 use serde_json::{json, Value};
 
-use crate::support::engine::{line, zed_config, Harness};
+use crate::support::engine::{entry_lines, line, zed_config, Harness};
 
 const S: &str = "s";
 
@@ -285,4 +285,88 @@ fn a_long_session_like_the_soak_leaves_the_engine_bounded() {
         };
         assert!(*size <= bound, "{name} reached {size} entries: {peak:?}");
     }
+}
+
+fn child_tool(spawn: &str, n: usize) -> Value {
+    upd(
+        json!({"sessionUpdate": "tool_call", "toolCallId": format!("{spawn}-t{n}"), "title": format!("Read file {n}"),
+        "kind": "read", "status": "completed", "content": [{"type": "content", "content": {"type": "text", "text": "x".repeat(300)}}],
+        "_meta": {"claudeCode": {"toolName": "Read", "parentToolUseId": spawn}}}),
+    )
+}
+
+/// What Zed shows of a child loaded mid-run (then updated live), and loaded again after its
+/// end, with `keep` bytes of its thread in memory; and the most updates memory held.
+fn loads_with(keep: usize) -> (Vec<String>, Vec<String>, Vec<String>, usize) {
+    let mut h = harness(Limits {
+        max_thread_bytes_in_memory: keep,
+        ..Limits::default()
+    });
+    let child = child_session_id(S, "sp");
+    let mut held = 0;
+    h.agent(spawn_msg("sp", None));
+    let mut mid = Vec::new();
+    for n in 0..40 {
+        h.agent(child_tool("sp", n));
+        h.agent(child_msg("sp", n));
+        held = held.max(h.engine.thread_updates_in_memory());
+        if n == 20 {
+            let id = h.load_child(&child);
+            assert_eq!(h.response(id).expect("answered")["result"], json!({}));
+            mid = entry_lines(&h.zed.threads[&child].entries);
+        }
+    }
+    let live = entry_lines(&h.zed.threads[&child].entries);
+    h.agent(done_msg("sp"));
+    let id = h.load_child(&child);
+    assert_eq!(h.response(id).expect("answered")["result"], json!({}));
+    let ended = entry_lines(&h.zed.threads[&child].entries);
+    h.assert_zed_clean();
+    (mid, live, ended, held)
+}
+
+#[test]
+fn a_child_whose_older_updates_left_memory_still_loads_whole() {
+    let (mid, live, ended, held) = loads_with(1);
+    let (whole_mid, whole_live, whole_ended, whole_held) = loads_with(0);
+    // Memory held the task and the newest update only; kept whole, all of them.
+    assert!(held <= 3, "{held} updates held");
+    assert_eq!(whole_held, 81);
+    // Loaded mid-run: the task and 21 tool calls with their messages, as a whole thread shows.
+    assert_eq!(mid, whole_mid);
+    assert_eq!(mid.len(), 1 + 2 * 21, "{mid:#?}");
+    assert_eq!(mid[1], "tool:sp-t0:completed", "{mid:#?}");
+    // Then the rest live, and the same again when loaded after the end.
+    assert_eq!(live, whole_live);
+    assert_eq!(live.len(), 1 + 2 * 40);
+    assert_eq!(ended, whole_ended);
+    assert_eq!(ended, live);
+}
+
+#[test]
+fn a_child_whose_older_updates_the_store_cannot_give_back_loads_what_memory_holds() {
+    let mut h = harness(Limits {
+        max_thread_bytes_in_memory: 1,
+        ..Limits::default()
+    });
+    h.agent(spawn_msg("sp", None));
+    for n in 0..5 {
+        h.agent(child_tool("sp", n));
+    }
+    h.store_blind = true;
+    let child = child_session_id(S, "sp");
+    let id = h.load_child(&child);
+    assert_eq!(h.response(id).expect("answered")["result"], json!({}));
+    // The task and the newest update, and a warning that says why the rest is missing.
+    assert_eq!(
+        entry_lines(&h.zed.threads[&child].entries),
+        ["user:task sp", "tool:sp-t4:completed"]
+    );
+    assert!(
+        h.notes
+            .iter()
+            .any(|n| n.contains("could not give back all of its thread")),
+        "{:?}",
+        h.notes
+    );
 }

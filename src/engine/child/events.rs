@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use bytes::Bytes;
 use serde_json::Value;
 
+use crate::engine::child::thread::ToolRef;
 use crate::engine::tool_order::ToolFrame;
 use crate::engine::{str_field, Action, Engine, LiveChildEvents};
 use crate::subagents::ids::{AgentSessionId, ChildId, ClientSessionId};
@@ -199,7 +200,11 @@ impl Engine {
             }
         }
         if !replay_skip {
-            self.record_text_in(cid, &kind, tool.as_deref(), &text, value.as_ref(), out);
+            let tool = ToolRef {
+                id: tool.as_deref(),
+                title: title.as_deref(),
+            };
+            self.record_text_in(cid, &kind, tool, &text, value.as_ref(), out);
         }
         let nested = self
             .reg

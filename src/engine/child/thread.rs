@@ -35,15 +35,11 @@ impl Engine {
         out: &mut Vec<Action>,
     ) {
         let kind = str_field(update, "sessionUpdate").unwrap_or("").to_owned();
-        let tool = str_field(update, "toolCallId").map(str::to_owned);
-        self.record_text_in(
-            cid,
-            &kind,
-            tool.as_deref(),
-            &update.to_string(),
-            Some(update),
-            out,
-        );
+        let tool = ToolRef {
+            id: str_field(update, "toolCallId"),
+            title: str_field(update, "title"),
+        };
+        self.record_text_in(cid, &kind, tool, &update.to_string(), Some(update), out);
     }
 
     /// Append one update (its JSON text, and the parsed value when at hand) to a child's
@@ -52,7 +48,7 @@ impl Engine {
         &mut self,
         cid: &ChildId,
         kind: &str,
-        tool: Option<&str>,
+        tool: ToolRef<'_>,
         text: &str,
         value: Option<&Value>,
         out: &mut Vec<Action>,
@@ -88,7 +84,7 @@ impl Engine {
         // compaction's id is read from the update (rare kinds in a child's thread).
         let parsed;
         let key = match key_field(kind) {
-            Some("toolCallId") | None => tool,
+            Some("toolCallId") | None => tool.id,
             Some(field) => {
                 parsed = match value {
                     Some(v) => v.get(field).cloned(),
@@ -103,6 +99,18 @@ impl Engine {
         let text: Arc<str> = Arc::from(text);
         let index = child.thread.len();
         child.record_kind(kind, key, text.clone());
+        if let (Some(id), Some(title)) = (tool.id, tool.title) {
+            // What a permission request of the child is titled by.
+            child.note_tool_title(id, title);
+        }
+        let replaying = self.reopen.replaying(child.top_session.as_str());
+        if let (Some(keep), None, false) = (self.spill_over, self.render.standard(), replaying) {
+            // The store is given every update (the action below): the oldest may leave memory,
+            // read back before a load or a replay needs them. The standard output reads the
+            // thread as it goes, so it keeps all of it; a parent's replay reads its children's
+            // threads, read back when it began.
+            child.thread.spill(keep);
+        }
         if child.is_loaded() {
             out.push(Action::ToClient(
                 match self
@@ -167,4 +175,11 @@ impl Engine {
         }
         cur
     }
+}
+
+/// The tool call an update is about, as read from it: its `toolCallId` and `title`.
+#[derive(Debug, Clone, Copy, Default)]
+pub(in crate::engine) struct ToolRef<'a> {
+    pub id: Option<&'a str>,
+    pub title: Option<&'a str>,
 }

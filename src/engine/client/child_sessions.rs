@@ -12,6 +12,7 @@ use crate::subagents::model::{
     Child, ChildState, Children, SpawnSite, StopRoute, SYNTHETIC_TOOL_NAME,
 };
 use crate::subagents::persist::StoredChild;
+use crate::subagents::thread::Thread;
 use crate::wire::{self, write};
 
 /// Whether a session id the client sent names a child (known, or shaped like ours).
@@ -46,6 +47,18 @@ impl Engine {
             )));
             return;
         };
+        if matches!(method, "session/load")
+            && !self.store_read
+            && self.reg.get(&cid).is_some_and(|c| !c.thread.is_whole())
+        {
+            // Part of the thread left memory: read back from the store first (the store
+            // applies every update given before the read).
+            out.push(Action::FetchChild {
+                child_id: cid,
+                request: frame,
+            });
+            return;
+        }
         if method == "session/load" && self.agent_replays.pending(&cid) {
             // The agent is replaying this child for the proxy: answered once that is done.
             self.agent_replays.hold_load(&cid, frame);
@@ -55,7 +68,7 @@ impl Engine {
             "session/load" => {
                 let zed = self.zed();
                 if let Some(child) = self.reg.get_mut(&cid) {
-                    for (index, update) in child.thread.iter().enumerate() {
+                    for (index, update) in child.thread.held() {
                         if zed && is_standard_kind(update) {
                             // Recorded for a client that speaks standard subagents (a nested
                             // child's announcement): Zed would reject the notification.
@@ -185,9 +198,12 @@ pub(in crate::engine) fn filter_session_list(reg: &Children, frame: Bytes) -> By
     }
 }
 
-/// Bring a stored child back into memory (after a restart). What memory holds wins.
+/// Bring a stored child back into memory (after a restart), or the updates of a child in
+/// memory that left it (unless the store lacks some: the thread then stays as it is).
+/// Otherwise what memory holds wins.
 pub(in crate::engine) fn restore_child(reg: &mut Children, stored: StoredChild) {
-    if reg.contains(&stored.child_id) {
+    if let Some(child) = reg.get_mut(&stored.child_id) {
+        child.thread.refill(&stored.updates);
         return;
     }
     let agent_child = ids::agent_child_of_spawn(&stored.spawn_tool_call_id)
@@ -227,11 +243,7 @@ pub(in crate::engine) fn restore_child(reg: &mut Children, stored: StoredChild) 
     if !stored.updates.is_empty() {
         child.mark_prompt_recorded();
     }
-    child.thread = stored
-        .updates
-        .into_iter()
-        .map(std::sync::Arc::from)
-        .collect();
+    child.thread = Thread::from_texts(stored.updates.into_iter().map(std::sync::Arc::from));
     child.recount();
     if !stored.turns.is_empty() {
         child.turns = stored.turns;

@@ -447,14 +447,7 @@ fn target_is_child_elsewhere(target: &str, cid: &ChildId) -> bool {
 
 /// The title a child's thread recorded for one of its tool calls (the latest one given).
 fn recorded_title(child: &Child, tool: &str) -> Option<String> {
-    child
-        .thread
-        .iter()
-        .rev()
-        .filter(|text| text.contains(tool))
-        .filter_map(|text| serde_json::from_str::<Value>(text).ok())
-        .filter(|u| str_field(u, "toolCallId") == Some(tool))
-        .find_map(|u| str_field(&u, "title").map(str::to_owned))
+    child.tool_title(tool).map(str::to_owned)
 }
 
 /// An http(s) URL with a host: the only URL elicitations Zed shows.

@@ -34,6 +34,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
+use crate::engine::child::thread::ToolRef;
 use crate::engine::{str_field, Action, Engine, Millis, NoteLevel};
 use crate::subagents::ids::ChildId;
 use crate::subagents::preset::spec::ChildReplay;
@@ -589,7 +590,17 @@ impl Engine {
                 Some(updates) => {
                     let skip = self.prompt_already_recorded(cid, &updates);
                     for u in updates.iter().skip(skip) {
-                        self.record_text_in(cid, &u.kind, u.tool.as_deref(), &u.text, None, out);
+                        // A replay is rare: its titles are read from the parsed update.
+                        let parsed = u
+                            .text
+                            .contains("\"title\"")
+                            .then(|| serde_json::from_str::<Value>(&u.text).ok())
+                            .flatten();
+                        let tool = ToolRef {
+                            id: u.tool.as_deref(),
+                            title: parsed.as_ref().and_then(|v| str_field(v, "title")),
+                        };
+                        self.record_text_in(cid, &u.kind, tool, &u.text, None, out);
                     }
                 }
                 None => {
@@ -625,7 +636,7 @@ impl Engine {
         let Some(child) = self.reg.get(cid) else {
             return 0;
         };
-        let [first] = child.thread.as_slice() else {
+        let (1, Some(first)) = (child.thread.len(), child.thread.first()) else {
             return 0;
         };
         let recorded = serde_json::from_str::<Value>(first).ok().and_then(|v| {

@@ -118,11 +118,11 @@ fn user_block(line: &str) -> Option<Value> {
 /// its last entry is another one, a tool call say). Only an answer to a task: a child whose
 /// task the agent never sent (one it runs out of sight) has only the proxy's note of it.
 fn reply_text(child: &Child) -> Option<String> {
-    if !child.thread.iter().any(|l| user_block(l).is_some()) {
+    if !child.thread.held().any(|(_, l)| user_block(l).is_some()) {
         return None;
     }
     let mut parts: Vec<String> = Vec::new();
-    for line in child.thread.iter().rev() {
+    for (_, line) in child.thread.held().rev() {
         let Ok(v) = serde_json::from_str::<Value>(line) else {
             break;
         };
@@ -245,7 +245,7 @@ impl Acp {
             return out;
         };
         let shown = Shown::of(child);
-        for (index, line) in child.thread.iter().enumerate().skip(told.scanned) {
+        for (index, line) in child.thread.held().skip_while(|(i, _)| *i < told.scanned) {
             if let Some(block) = user_block(line) {
                 // The outgoing view of the task, in the parent's transcript.
                 let id = task_message_id(child, index);
@@ -459,7 +459,7 @@ mod tests {
         assert_eq!(next[1]["sessionUpdate"], "session_message");
         assert_eq!(next[1]["recipientSessionId"], "acp-proxy-sub-x");
         assert_eq!(
-            r.child_line(&c, 0, &c.thread[0])
+            r.child_line(&c, 0, c.thread.first().expect("the task"))
                 .map(|v| v["messageId"].clone()),
             Some(next[1]["messageId"].clone()),
             "both views of the task carry one id"

@@ -487,7 +487,7 @@ impl Render for Transcript {
     fn replayed(&mut self, child: &Child, closes: bool) -> Vec<Value> {
         self.logs.remove(&child.id);
         let mut shown = Vec::new();
-        for line in &child.thread {
+        for (_, line) in child.thread.held() {
             if let Ok(update) = serde_json::from_str::<Value>(line) {
                 shown.extend(self.recorded(child, &update));
             }

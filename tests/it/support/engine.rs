@@ -285,7 +285,9 @@ impl Harness {
                     self.engine.restore(kids);
                 }
                 Action::FetchChild { child_id, request } => {
-                    let found = self.store.child(child_id.as_str());
+                    let found = (!self.store_blind)
+                        .then(|| self.store.child(child_id.as_str()))
+                        .flatten();
                     let mut out = Vec::new();
                     self.engine
                         .child_fetched(found, request, self.now, &mut out);
