@@ -222,6 +222,12 @@ impl Engine {
             out.push(Action::ToAgent(frame));
             return;
         }
+        // In any mode, a frame with no `"method"` key, written plainly or escaped, is an
+        // answer (or no message): it matters only while a request waits on a card.
+        if !self.held.any_on_cards() && keys::names_no_method(&frame) {
+            out.push(Action::ToAgent(frame));
+            return;
+        }
         let Parsed::Message(env) = envelope::parse(&frame) else {
             out.push(Action::ToAgent(frame));
             return;

@@ -37,6 +37,12 @@ pub fn may_be_response(hay: &[u8]) -> bool {
     has(&RESULT_KEY, hay) || has(&ERROR_KEY, hay)
 }
 
+/// Whether `hay` surely has no `method` member: neither `"method"` nor a backslash (a key
+/// written with escapes) occurs in it. A client's answer to the agent usually has neither.
+pub fn names_no_method(hay: &[u8]) -> bool {
+    !has(&METHOD_KEY, hay) && memchr::memchr(b'\\', hay).is_none()
+}
+
 /// Kinds of key an agent frame is searched for, as bits of [`Found`].
 pub mod kind {
     /// `"id"`: maybe a request or a response.
@@ -260,6 +266,22 @@ mod tests {
         }
         assert!(!may_be_response(br#"{"id":1,"method":"x","params":{}}"#));
         assert!(!may_be_response(br#"{"id":1,"params":{}}"#));
+    }
+
+    #[test]
+    fn a_frame_names_no_method_only_when_no_key_can_be_method() {
+        assert!(names_no_method(
+            br#"{"jsonrpc":"2.0","id":"p1","result":{"outcome":{"outcome":"selected"}}}"#
+        ));
+        assert!(names_no_method(b"not json"));
+        for frame in [
+            r#"{"id":1,"method":"x"}"#,
+            r#"{"id":1, "method" :"x"}"#,
+            r#"{"id":1,"m\u0065thod":"x"}"#,
+            r#"{"id":1,"result":{"text":"a\nb"}}"#,
+        ] {
+            assert!(!names_no_method(frame.as_bytes()), "{frame}");
+        }
     }
 
     #[test]
