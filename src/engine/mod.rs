@@ -481,8 +481,14 @@ impl Engine {
     /// but `"id"`, which they showed; any other frame is searched as soon as it is read
     /// (`agent_frame`).
     fn defers_scan(&self, frame: &[u8]) -> bool {
+        // The method's name among the first bytes first: most frames are not such requests,
+        // and a search is cheaper than a walk.
         self.zed()
             && self.reg.is_empty()
+            && keys::has(
+                &keys::PERMISSION_METHOD,
+                &frame[..frame.len().min(envelope::HEAD)],
+            )
             && envelope::request_method(frame) == Some("session/request_permission")
     }
 

@@ -116,8 +116,9 @@ pub(super) fn parse_with<'a>(
     }
 }
 
-/// Bytes of a frame [`method_first`] looks at: the members before `method` are short.
-const HEAD: usize = 256;
+/// Bytes of a frame [`method_first`] and [`request_method`] look at: the members before
+/// `method` are short.
+pub const HEAD: usize = 256;
 
 /// Whether the frame's top-level object names a string `method` before any `result` or `error`
 /// member: then it is a request or a notification, never a response, whatever follows. Only

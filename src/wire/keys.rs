@@ -18,6 +18,8 @@ pub static SUBAGENT_INFO: LazyLock<Finder<'static>> =
 pub static TOOL_CALL_ID_KEY: LazyLock<Finder<'static>> =
     LazyLock::new(|| Finder::new(b"\"toolCallId\""));
 pub static METHOD_KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"method\""));
+pub static PERMISSION_METHOD: LazyLock<Finder<'static>> =
+    LazyLock::new(|| Finder::new(b"\"session/request_permission\""));
 static RESULT_KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"result\""));
 static ERROR_KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"error\""));
 
