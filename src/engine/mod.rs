@@ -57,6 +57,7 @@ use crate::subagents::render::Output;
 use crate::wire::envelope::{self, Kind, Parsed, RawJson};
 use crate::wire::keys;
 use crate::wire::read_ahead::{AgentScan, Pre, RunScan, Scanner};
+use crate::wire::request_view::RequestView;
 use crate::wire::update_view::UpdateFrame;
 use crate::wire::{self, write};
 use client::permissions::Held;
@@ -244,6 +245,12 @@ impl Engine {
             out.push(Action::ToAgent(frame));
             return;
         }
+        // In any mode, a frame with no `"method"` key, written plainly or escaped, is an
+        // answer (or no message): it matters only while a request waits on a card.
+        if !self.held.any_on_cards() && keys::names_no_method(&frame) {
+            out.push(Action::ToAgent(frame));
+            return;
+        }
         let Parsed::Message(env) = envelope::parse(&frame) else {
             out.push(Action::ToAgent(frame));
             return;
@@ -372,9 +379,19 @@ impl Engine {
             Some(s) => (Some(s.found), s.update),
             None => (None, Pre::NotTried),
         };
-        let found = if self.models_subagents() {
+        // Whether the key search is put off: see `defers_scan`.
+        let mut deferred = false;
+        let mut found = if self.models_subagents() {
             // Every key the decisions below test for, found in one pass over the frame.
-            found.unwrap_or_else(|| self.detector.scan(&frame))
+            found.unwrap_or_else(|| {
+                if self.defers_scan(&frame) {
+                    deferred = true;
+                    // What its first members showed; the rest is searched if it is needed.
+                    keys::Found::new(keys::kind::ID)
+                } else {
+                    self.detector.scan(&frame)
+                }
+            })
         } else {
             // Without subagents only responses to the client's requests matter (they are
             // answered by the proxy if the agent dies, and `initialize` is read).
@@ -393,12 +410,12 @@ impl Engine {
         // The envelope borrows from a second handle on the same bytes, so that `frame`
         // itself can still be moved on.
         let body = frame.clone();
-        let maybe_update = match pre {
+        let maybe_update = || match pre {
             Pre::NotTried => keys::has(&keys::SESSION_UPDATE, &body),
             Pre::Refused => false,
             Pre::Parsed(_) => true,
         };
-        if self.models_subagents() && !has_id && maybe_update {
+        if self.models_subagents() && !has_id && maybe_update() {
             // A notification that is most likely a session/update: take it apart in one pass
             // (or take the parts the scanner found).
             let text = std::str::from_utf8(wire::line_body(&body)).ok();
@@ -411,9 +428,22 @@ impl Engine {
                 return Fate::Handled;
             }
         }
-        let Parsed::Message(env) = envelope::parse(&body) else {
+        // A request's fields are read in the same pass as its envelope (a permission request
+        // carries a whole tool call).
+        let (parsed, view) = if self.models_subagents() {
+            RequestView::read_message(&body)
+        } else {
+            (envelope::parse(&body), None)
+        };
+        let Parsed::Message(env) = parsed else {
             return Fate::Untouched;
         };
+        let permission =
+            env.kind() == Kind::Request && env.method() == Some("session/request_permission");
+        if deferred && !permission {
+            found = self.detector.scan(&frame);
+            deferred = false;
+        }
         if self.sessions.creating()
             && env.kind() == Kind::Request
             && self.answer_early_request(&env, out)
@@ -455,16 +485,34 @@ impl Engine {
                 if self.models_subagents()
                     && self.reg.is_empty()
                     && !found.has(keys::kind::PARENT)
-                    && !(self.zed() && env.method() == Some("session/request_permission")) =>
+                    && !(self.zed() && permission) =>
             {
                 Fate::Untouched
             }
             Kind::Request if self.models_subagents() => {
-                self.route_agent_request(frame, now, out);
+                drop(env);
+                let found = (!deferred).then_some(found);
+                self.route_agent_request(frame, view, found, now, out);
                 Fate::Handled
             }
             _ => Fate::Untouched,
         }
+    }
+
+    /// Whether an agent frame's key search may wait until its envelope is read: a permission
+    /// request for Zed while no subagent is known (its first members say so) needs no key
+    /// but `"id"`, which they showed; any other frame is searched as soon as it is read
+    /// (`agent_frame`).
+    fn defers_scan(&self, frame: &[u8]) -> bool {
+        // The method's name among the first bytes first: most frames are not such requests,
+        // and a search is cheaper than a walk.
+        self.zed()
+            && self.reg.is_empty()
+            && keys::has(
+                &keys::PERMISSION_METHOD,
+                &frame[..frame.len().min(envelope::HEAD)],
+            )
+            && envelope::request_method(frame) == Some("session/request_permission")
     }
 
     /// When [`Engine::handle_timeout`] must next be called, if ever.

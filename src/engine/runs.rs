@@ -80,9 +80,7 @@ impl Engine {
                                 .next_if(|l| l.start == h.start)
                                 .map_or_else(AgentScan::plain, |l| l.scan),
                         ),
-                        (None, Sieve::Keys(key_set)) => {
-                            Some(AgentScan::found(key_set.scan(&run[h.hit..h.end])))
-                        }
+                        // Searched by `agent_frame`, which may put it off.
                         (None, _) => None,
                     };
                     (h.start, h.end, scan)

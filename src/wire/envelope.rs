@@ -82,27 +82,43 @@ pub enum Parsed<'a> {
 
 /// Classify a frame (terminator included or not).
 pub fn parse(raw: &[u8]) -> Parsed<'_> {
+    parse_with(raw, |_, _| None).0
+}
+
+/// [`parse`], with a say in the walk of `params`: `read_params(text, at)` is called when the
+/// walk reaches the value of `params` at `text[at..]` and returns the index after it, having
+/// read it in the same pass; `None` leaves the value to the walker. The flag tells whether
+/// the walk answered: if not (serde_json read the frame, or nothing could), whatever
+/// `read_params` saw is not this frame's reading.
+pub(super) fn parse_with<'a>(
+    raw: &'a [u8],
+    read_params: impl FnMut(&'a str, usize) -> Option<usize>,
+) -> (Parsed<'a>, bool) {
     let body = line_body(raw);
     let trimmed = body.trim_ascii();
     if trimmed.is_empty() {
-        return Parsed::Blank;
+        return (Parsed::Blank, false);
     }
     if trimmed[0] != b'{' {
-        return Parsed::NotJsonRpc;
+        return (Parsed::NotJsonRpc, false);
     }
     // serde_json skips the values of keys it is not asked for without checking their UTF-8:
     // check the whole line, or a frame with invalid bytes in such a key passes as a message.
     let Ok(text) = std::str::from_utf8(body) else {
-        return Parsed::NotJsonRpc;
+        return (Parsed::NotJsonRpc, false);
     };
-    match walk(text).or_else(|| by_serde(text)) {
-        Some(env) => Parsed::Message(env),
-        None => Parsed::NotJsonRpc,
+    if let Some(env) = walk(text, read_params) {
+        return (Parsed::Message(env), true);
+    }
+    match by_serde(text) {
+        Some(env) => (Parsed::Message(env), false),
+        None => (Parsed::NotJsonRpc, false),
     }
 }
 
-/// Bytes of a frame [`method_first`] looks at: the members before `method` are short.
-const HEAD: usize = 256;
+/// Bytes of a frame [`method_first`] and [`request_method`] look at: the members before
+/// `method` are short.
+pub const HEAD: usize = 256;
 
 /// Whether the frame's top-level object names a string `method` before any `result` or `error`
 /// member: then it is a request or a notification, never a response, whatever follows. Only
@@ -133,8 +149,46 @@ pub fn method_first(raw: &[u8]) -> Option<bool> {
     verdict
 }
 
+/// The method of a frame whose first members are a string `method` (without escapes) and an
+/// `id` that is not `null`, read from the frame's first bytes only: the frame is that request
+/// if it is valid JSON-RPC at all (only [`parse`] tells). `None` when the first bytes cannot
+/// tell: a `result`, `error` or `params` member first, an escaped key, a long member, no id.
+pub fn request_method(raw: &[u8]) -> Option<&str> {
+    let body = line_body(raw);
+    let head = &body[..body.len().min(HEAD)];
+    let text = match std::str::from_utf8(head) {
+        Ok(text) => text,
+        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).ok()?,
+    };
+    let b = text.as_bytes();
+    let (mut method, mut id) = (None, false);
+    members(text, skip_ws(b, 0), |key, at| {
+        let end = match key.plain()? {
+            "method" => match nullable_string_at(text, at)? {
+                (Some(Cow::Borrowed(m)), end) => {
+                    method = Some(m);
+                    end
+                }
+                _ => return None,
+            },
+            "id" if b.get(at) != Some(&b'n') => {
+                id = true;
+                value_end(b, at, 1)?
+            }
+            "id" | "params" | "result" | "error" => return None,
+            _ => value_end(b, at, 1)?,
+        };
+        // Both read: nothing after them can make the frame anything but this request.
+        (method.is_none() || !id).then_some(end)
+    });
+    method.filter(|_| id)
+}
+
 /// The one-pass walk; `None` for anything unusual (the caller asks serde_json).
-fn walk(text: &str) -> Option<Envelope<'_>> {
+fn walk<'a>(
+    text: &'a str,
+    mut read_params: impl FnMut(&'a str, usize) -> Option<usize>,
+) -> Option<Envelope<'a>> {
     let b = text.as_bytes();
     let mut env = Envelope {
         method: None,
@@ -164,7 +218,10 @@ fn walk(text: &str) -> Option<Envelope<'_>> {
             env.method = method;
             return Some(end);
         }
-        let end = value_end(b, at, 1)?;
+        let end = match bit {
+            4 => read_params(text, at).or_else(|| value_end(b, at, 1))?,
+            _ => value_end(b, at, 1)?,
+        };
         let raw = text.get(at..end)?;
         if raw != "null" {
             match bit {
@@ -281,7 +338,7 @@ mod tests {
     /// The walk agrees with serde_json whenever it answers, and refuses what serde_json
     /// refuses. Returns whether the walk answered.
     fn check(text: &str) -> bool {
-        let fast = walk(text);
+        let fast = walk(text, |_, _| None);
         match (&fast, by_serde(text)) {
             (Some(f), Some(o)) => assert_eq!(shape(f), shape(&o), "{text}"),
             (Some(f), None) => panic!("the walk read what serde_json refuses: {text}: {f:?}"),
@@ -326,6 +383,63 @@ mod tests {
         ] {
             assert!(!check(text), "the walk should leave {text} to serde_json");
         }
+    }
+
+    #[test]
+    fn tells_a_request_by_its_first_members() {
+        let long = "x".repeat(300);
+        for (text, method) in [
+            (
+                r#"{"jsonrpc":"2.0","id":"p1","method":"session/request_permission","params":{"toolCall":{}}}"#,
+                Some("session/request_permission"),
+            ),
+            (
+                r#" { "method" : "m" , "id" : {"a":[1]} , "params": "#,
+                Some("m"),
+            ),
+            // No id, a null id, an escaped key or method, params or a result first.
+            (
+                r#"{"jsonrpc":"2.0","method":"session/update","params":{}}"#,
+                None,
+            ),
+            (r#"{"method":"m","id":null,"params":{}}"#, None),
+            (r#"{"\u0069d":1,"method":"m"}"#, None),
+            (r#"{"id":1,"method":"m\u0065"}"#, None),
+            (r#"{"params":{},"id":1,"method":"m"}"#, None),
+            (r#"{"id":1,"result":{},"method":"m"}"#, None),
+            (r#"{"id":1,"error":{},"method":"m"}"#, None),
+            (r#"{"id":1,"method":2}"#, None),
+            ("[1]", None),
+        ] {
+            assert_eq!(request_method(text.as_bytes()), method, "{text}");
+        }
+        // A long member first: the first bytes cannot tell.
+        let late = format!(r#"{{"x":"{long}","id":1,"method":"m"}}"#);
+        assert_eq!(request_method(late.as_bytes()), None);
+    }
+
+    /// What the first members tell is what the whole frame says, whenever it is a message.
+    #[test]
+    fn a_request_told_by_its_first_members_is_that_request() {
+        let mut told = 0;
+        let tricky = [
+            r#"{"id":1,"method":"m","method":"n"}"#,
+            r#"{"id":1,"method":"m","id":null}"#,
+            r#"{"id":1,"method":"m","params":{"a":tru}}"#,
+            r#"{"id":1,"method":"m","m\u0065thod":"n"}"#,
+        ];
+        let frames = crate::wire::captures::frames().into_iter().map(|(_, f)| f);
+        for frame in frames.chain(tricky.map(str::to_owned)) {
+            let Some(method) = request_method(frame.as_bytes()) else {
+                continue;
+            };
+            told += 1;
+            if let Parsed::Message(env) = parse(frame.as_bytes()) {
+                assert_eq!(env.kind(), Kind::Request, "{frame}");
+                assert_eq!(env.method(), Some(method), "{frame}");
+            }
+        }
+        assert!(told > 100, "only {told} requests told");
     }
 
     /// Every frame of the captures reads the same both ways.

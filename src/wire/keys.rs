@@ -18,6 +18,8 @@ pub static SUBAGENT_INFO: LazyLock<Finder<'static>> =
 pub static TOOL_CALL_ID_KEY: LazyLock<Finder<'static>> =
     LazyLock::new(|| Finder::new(b"\"toolCallId\""));
 pub static METHOD_KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"method\""));
+pub static PERMISSION_METHOD: LazyLock<Finder<'static>> =
+    LazyLock::new(|| Finder::new(b"\"session/request_permission\""));
 static RESULT_KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"result\""));
 static ERROR_KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"error\""));
 
@@ -35,6 +37,12 @@ pub fn may_be_response(hay: &[u8]) -> bool {
         return false;
     }
     has(&RESULT_KEY, hay) || has(&ERROR_KEY, hay)
+}
+
+/// Whether `hay` surely has no `method` member: neither `"method"` nor a backslash (a key
+/// written with escapes) occurs in it. A client's answer to the agent usually has neither.
+pub fn names_no_method(hay: &[u8]) -> bool {
+    !has(&METHOD_KEY, hay) && memchr::memchr(b'\\', hay).is_none()
 }
 
 /// Kinds of key an agent frame is searched for, as bits of [`Found`].
@@ -260,6 +268,22 @@ mod tests {
         }
         assert!(!may_be_response(br#"{"id":1,"method":"x","params":{}}"#));
         assert!(!may_be_response(br#"{"id":1,"params":{}}"#));
+    }
+
+    #[test]
+    fn a_frame_names_no_method_only_when_no_key_can_be_method() {
+        assert!(names_no_method(
+            br#"{"jsonrpc":"2.0","id":"p1","result":{"outcome":{"outcome":"selected"}}}"#
+        ));
+        assert!(names_no_method(b"not json"));
+        for frame in [
+            r#"{"id":1,"method":"x"}"#,
+            r#"{"id":1, "method" :"x"}"#,
+            r#"{"id":1,"m\u0065thod":"x"}"#,
+            r#"{"id":1,"result":{"text":"a\nb"}}"#,
+        ] {
+            assert!(!names_no_method(frame.as_bytes()), "{frame}");
+        }
     }
 
     #[test]

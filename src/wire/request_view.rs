@@ -11,6 +11,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::envelope::{self, Parsed};
 use super::skip::{skip_ws, value_end};
 use super::update_view::{members, nullable_string_at, only_whitespace_after};
 
@@ -50,6 +51,30 @@ impl<'a> RequestView<'a> {
             .ok()
             .and_then(RequestView::walk)
             .or_else(|| RequestView::by_serde(body))
+    }
+
+    /// A frame read once: its envelope ([`envelope::parse`]) and, taken in the same pass, the
+    /// view [`RequestView::read`] would give of it, when the walk could read it (`params`
+    /// absent, `null` or an object of the usual shape). `None` for the view: read it apart
+    /// with [`RequestView::read`] if it is needed.
+    pub fn read_message(raw: &'a [u8]) -> (Parsed<'a>, Option<RequestView<'a>>) {
+        let mut read = None;
+        let (parsed, walked) = envelope::parse_with(raw, |text, at| {
+            let (params, end) = read_params(text, at)?;
+            read = Some(params);
+            Some(end)
+        });
+        let view = match &parsed {
+            // The walk read `params` as an object, or met none (or `null`).
+            Parsed::Message(env) if walked && (read.is_some() || env.params.is_none()) => {
+                Some(RequestView {
+                    method: env.method.clone(),
+                    params: read,
+                })
+            }
+            _ => None,
+        };
+        (parsed, view)
     }
 
     /// The one-pass walk; `None` for anything unusual.

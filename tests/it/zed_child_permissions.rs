@@ -120,3 +120,20 @@ fn a_nested_childs_permission_names_the_card_zed_holds_on_zed_main() {
     assert!(h.zed.threads[&outer].card("w3").is_none());
     h.assert_zed_clean();
 }
+
+/// A child's permission request for a tool call the proxy has not seen is tied to its child
+/// by the parent key inside the tool call (the frame is searched for it, then the tool call).
+#[test]
+fn a_childs_permission_for_an_unseen_tool_call_finds_its_card_by_the_parent_key() {
+    let mut h = Harness::zed_session_under(ZedRules::Main, S);
+    spawn(&mut h, "sp", None, "Survey");
+    let mut perm = permission(6, "w9");
+    perm["params"]["toolCall"]["_meta"] = json!({"claudeCode": {"parentToolUseId": "sp"}});
+    h.agent(perm);
+    let sent: Value = serde_json::from_slice(h.to_client.last().expect("sent")).expect("json");
+    assert_eq!(sent["id"], json!(6), "sent at once, not held");
+    assert_eq!(
+        sent["params"]["toolCall"],
+        json!({"toolCallId": "sp", "title": "Survey · ls *.txt"})
+    );
+}

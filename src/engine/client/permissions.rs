@@ -138,13 +138,17 @@ impl Engine {
     /// A request from the agent to the client (`session/request_permission`, `fs/*`,
     /// `terminal/*`, ...): sent under a session the client knows, or held while it may still
     /// turn out to be a child's.
+    /// `view`: the request already read (else it is read here); `found`: the keys found in
+    /// the whole frame, if it was searched.
     pub(in crate::engine) fn route_agent_request(
         &mut self,
         frame: Bytes,
+        view: Option<RequestView<'_>>,
+        found: Option<keys::Found>,
         now: Millis,
         out: &mut Vec<Action>,
     ) {
-        let Some(u) = self.route_to_owner(frame, out) else {
+        let Some(u) = self.route_to_owner(frame, view, found, out) else {
             return;
         };
         let is_spawn = u
@@ -175,7 +179,7 @@ impl Engine {
     /// A held request let go (its tool call was seen, or it waited long enough): routed as
     /// far as it can be now, and never held again.
     fn route_released_request(&mut self, frame: Bytes, out: &mut Vec<Action>) {
-        if let Some(u) = self.route_to_owner(frame, out) {
+        if let Some(u) = self.route_to_owner(frame, None, None, out) {
             self.send_unowned(u, out);
         }
     }
@@ -244,12 +248,18 @@ impl Engine {
 
     /// Send a request that a child owns to the session the client knows for it. A request
     /// no child owns is handed back; one that names no session goes out as it is.
-    fn route_to_owner(&mut self, frame: Bytes, out: &mut Vec<Action>) -> Option<Unowned> {
+    fn route_to_owner(
+        &mut self,
+        frame: Bytes,
+        view: Option<RequestView<'_>>,
+        found: Option<keys::Found>,
+        out: &mut Vec<Action>,
+    ) -> Option<Unowned> {
         // Borrowed: a permission request carries a whole tool call (often kilobytes), read in
         // one pass; a tree is built only when the request must be rewritten or a parent key
         // must be read.
         let body = frame.clone();
-        let Some(req) = RequestView::read(wire::line_body(&body)) else {
+        let Some(req) = view.or_else(|| RequestView::read(wire::line_body(&body))) else {
             out.push(Action::ToClient(frame));
             return None;
         };
@@ -282,6 +292,11 @@ impl Engine {
             .or_else(|| tool.as_deref().and_then(|t| self.reg.tool_owner(&sid, t)))
             .cloned()
             .or_else(|| {
+                // A parent key names a spawn: none without children, none in the tool call if
+                // the whole frame has none.
+                if self.reg.is_empty() || found.is_some_and(|f| !f.has(keys::kind::PARENT)) {
+                    return None;
+                }
                 let raw = tool_raw
                     .filter(|t| self.detector.scan(t.as_bytes()).has(keys::kind::PARENT))?;
                 let tool_call = serde_json::from_str::<Value>(raw).ok()?;
