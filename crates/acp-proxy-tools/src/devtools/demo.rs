@@ -77,8 +77,15 @@ impl Session {
         let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         self.zed.client_sent(&msg);
         let stdin = self.stdin.as_mut().context("proxy stdin closed")?;
-        writeln!(stdin, "{msg}").context("write to the proxy")?;
-        stdin.flush()?;
+        match writeln!(stdin, "{msg}").and_then(|()| stdin.flush()) {
+            Ok(()) => {}
+            // The proxy ended before reading (a flag it does not take): say why, as when it
+            // ends after reading.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                return Err(self.no_answer(method))
+            }
+            Err(e) => return Err(e).context("write to the proxy"),
+        }
         loop {
             let line = match self.lines.recv_timeout(STEP_TIMEOUT) {
                 Ok(line) => line,
