@@ -7,8 +7,9 @@
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
-use super::{card_base, mark_cancelled, synthesized_base, CardChange, Render, Step};
-use crate::subagents::model::Child;
+use super::{card_base, mark_cancelled, synthesized_base, CardChange, Render, SpawnPatch, Step};
+use crate::subagents::ids::ChildId;
+use crate::subagents::model::{Child, TurnRange};
 use crate::wire::write::session_update_with;
 
 /// Upper bound of a live-progress card title, in characters.
@@ -17,12 +18,31 @@ const MAX_ACTIVITY_CHARS: usize = 48;
 
 /// `_meta.subagent_session_info` for the child's current turn.
 pub fn session_info(child: &Child) -> Value {
-    let turn = child.current_turn();
-    let mut info = json!({"session_id": child.id, "message_start_index": turn.start});
+    session_info_of(&child.id, child.current_turn())
+}
+
+/// `_meta.subagent_session_info` of the child `id` in its turn `turn`.
+pub fn session_info_of(id: &ChildId, turn: TurnRange) -> Value {
+    let mut info = json!({"session_id": id, "message_start_index": turn.start});
     if let Some(end) = turn.end {
         info["message_end_index"] = json!(end);
     }
     info
+}
+
+/// `"_meta":{"subagent_session_info":…}` of the child `id` in its turn `turn`, as serde_json
+/// writes the member [`inject_meta`] adds to an update without `_meta`: written, not built.
+pub fn write_meta_member(id: &ChildId, turn: TurnRange, out: &mut Vec<u8>) {
+    out.extend_from_slice(br#""_meta":{"subagent_session_info":{"session_id":"#);
+    // Strings and numbers serialise infallibly into a Vec.
+    let _ = serde_json::to_writer(&mut *out, id.as_str());
+    out.extend_from_slice(br#","message_start_index":"#);
+    let _ = serde_json::to_writer(&mut *out, &turn.start);
+    if let Some(end) = turn.end {
+        out.extend_from_slice(br#","message_end_index":"#);
+        let _ = serde_json::to_writer(&mut *out, &end);
+    }
+    out.extend_from_slice(b"}}");
 }
 
 /// Merge Zed's keys into an update's `_meta`, keeping every key the agent put there.
@@ -222,13 +242,9 @@ impl Render for Zed {
         inject_meta(update, child, is_new);
     }
 
-    fn spawn_patch(&self, child: &Child) -> Option<Map<String, Value>> {
+    fn spawn_patch(&self, child: &Child) -> Option<SpawnPatch> {
         // What `inject_meta` does to an update without `_meta`.
-        let mut meta = Map::new();
-        meta.insert("subagent_session_info".into(), session_info(child));
-        let mut patch = Map::new();
-        patch.insert("_meta".into(), Value::Object(meta));
-        Some(patch)
+        Some(SpawnPatch::ZedSessionInfo(child.current_turn()))
     }
 
     fn progress_title(&self, child: &Child) -> Option<String> {
@@ -298,6 +314,29 @@ mod tests {
             session_update("sess-1", &card_update(&c, None, Some(title)))
         );
         assert!(String::from_utf8_lossy(&direct).contains("message_end_index"));
+    }
+
+    #[test]
+    fn the_written_meta_member_is_the_one_inject_meta_sets() {
+        let mut c = child();
+        c.id = ChildId::known("sub-\"é\"".into());
+        for ended in [false, true] {
+            if ended {
+                c.entries.push("user_message_chunk", None);
+                c.entries.push("tool_call", Some("a"));
+                c.end_turn();
+            }
+            let mut upd = json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1"});
+            inject_meta(&mut upd, &c, false);
+            let mut written = br#"{"sessionUpdate":"tool_call_update","toolCallId":"t1","#.to_vec();
+            write_meta_member(&c.id, c.current_turn(), &mut written);
+            written.push(b'}');
+            assert_eq!(
+                String::from_utf8(written).expect("utf-8"),
+                upd.to_string(),
+                "ended: {ended}"
+            );
+        }
     }
 
     #[test]
