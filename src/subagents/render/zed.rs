@@ -4,6 +4,8 @@
 //! object: `session_id`, `message_start_index`, optional `message_end_index`). Zed reads
 //! `tool_name` from `tool_call` only and `subagent_session_info` from both kinds.
 
+use std::fmt::Write as _;
+
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
@@ -117,27 +119,46 @@ pub fn progress_notification(session: &str, child: &Child, title: &str) -> Bytes
 /// The live-progress title: `Task · latest activity · N steps`, bounded (no step count
 /// where the agent reports its child's activity but no steps of it).
 pub fn progress_title(child: &Child) -> String {
-    let mut title = child.title.clone();
+    // Written into one string: a title per progress frame of every child.
+    let mut title = String::with_capacity(child.title.len() + MAX_ACTIVITY_CHARS * 3 + 24);
+    title.push_str(&child.title);
     if let Some(activity) = &child.progress().activity {
         title.push_str(" · ");
-        title.push_str(&truncate(activity, MAX_ACTIVITY_CHARS));
+        push_truncated(&mut title, activity, MAX_ACTIVITY_CHARS);
     }
     let steps = child.progress().steps;
     if steps > 0 {
         let s = if steps == 1 { "" } else { "s" };
-        title.push_str(&format!(" · {steps} step{s}"));
+        // Writing into a String cannot fail.
+        let _ = write!(title, " · {steps} step{s}");
+    }
+    if fits(&title, MAX_TITLE_CHARS) {
+        return title;
     }
     truncate(&title, MAX_TITLE_CHARS)
 }
 
+/// Whether `s` is one line of at most `max` characters: [`truncate`] leaves it as it is.
+fn fits(s: &str, max: usize) -> bool {
+    !s.contains(['\n', '\r']) && s.chars().count() <= max
+}
+
 fn truncate(s: &str, max: usize) -> String {
+    let mut out = String::new();
+    push_truncated(&mut out, s, max);
+    out
+}
+
+/// `s`'s first line, cut to `max` characters (the last an ellipsis) if it is longer or `s`
+/// has more lines.
+fn push_truncated(out: &mut String, s: &str, max: usize) {
     let one_line = s.lines().next().unwrap_or("");
     if one_line.chars().count() <= max && one_line.len() == s.len() {
-        return one_line.to_owned();
+        out.push_str(one_line);
+        return;
     }
-    let mut out: String = one_line.chars().take(max.saturating_sub(1)).collect();
+    out.extend(one_line.chars().take(max.saturating_sub(1)));
     out.push('…');
-    out
 }
 
 /// A change [`repair_tool_frame`] made so that Zed accepts a tool call frame.
