@@ -12,6 +12,7 @@
 use memchr::memchr;
 
 use super::skip::{string_end, MAX_DEPTH};
+use super::update_view::has_backslash;
 
 /// Past this many keys in one object the check for repeated keys (each key against those
 /// before it) would cost more than it saves: such an object is not taken as compact.
@@ -30,8 +31,8 @@ pub fn is_compact(text: &str) -> bool {
 }
 
 fn check(b: &[u8]) -> Option<()> {
-    let mut open: Vec<Open> = Vec::new();
-    let mut keys: Vec<&[u8]> = Vec::new();
+    let mut open: Vec<Open> = Vec::with_capacity(8);
+    let mut keys: Vec<&[u8]> = Vec::with_capacity(MAX_KEYS);
     let mut i = 0;
     loop {
         // A value starts at `i`.
@@ -116,6 +117,9 @@ fn key<'a>(b: &'a [u8], i: usize, keys: &mut Vec<&'a [u8]>, start: usize) -> Opt
 /// are serde_json's.
 fn string(b: &[u8], i: usize) -> Option<usize> {
     let end = string_end(b, i + 1)?;
+    if !has_backslash(b.get(i + 1..end)?) {
+        return Some(end + 1);
+    }
     let mut at = i + 1;
     while let Some(k) = memchr(b'\\', b.get(at..end)?) {
         let escaped = at + k + 1;
@@ -142,27 +146,20 @@ fn literal(b: &[u8], i: usize, word: &[u8]) -> Option<usize> {
 /// An integer at `i` that serde_json reads as one (`u64`, or `i64` below zero) and writes as
 /// it is: the index after it.
 fn integer(b: &[u8], i: usize) -> Option<usize> {
-    let digits = usize::from(b.get(i) == Some(&b'-')) + i;
-    let end = b
-        .get(digits..)?
-        .iter()
-        .position(|c| !c.is_ascii_digit())
-        .map_or(b.len(), |n| digits + n);
-    let text = std::str::from_utf8(b.get(i..end)?).ok()?;
-    let first = *b.get(digits)?;
-    let plain = end > digits
-        && (first != b'0' || end == digits + 1)
-        && !matches!(b.get(end), Some(b'.' | b'e' | b'E'));
-    if !plain {
-        return None;
+    let negative = b.get(i) == Some(&b'-');
+    let digits = i + usize::from(negative);
+    let mut end = digits;
+    let mut n: u64 = 0;
+    while let Some(&c) = b.get(end).filter(|c| c.is_ascii_digit()) {
+        n = n.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+        end += 1;
     }
-    let exact = if digits > i {
-        // `-0` is read as a float.
-        text.parse::<i64>().is_ok_and(|n| n != 0)
-    } else {
-        text.parse::<u64>().is_ok()
-    };
-    exact.then_some(end)
+    let plain = end > digits
+        && (b.get(digits) != Some(&b'0') || end == digits + 1)
+        && !matches!(b.get(end), Some(b'.' | b'e' | b'E'));
+    // Below zero, down to `i64::MIN`; `-0` is read as a float.
+    let exact = !negative || (1..=1 << 63).contains(&n);
+    (plain && exact).then_some(end)
 }
 
 #[cfg(test)]

@@ -91,7 +91,8 @@ impl<'s, 'a> Spans<'s, 'a> {
             return None;
         }
         let mut found = vec![None; set.ptrs.len()];
-        let mut keys = Vec::new();
+        // Room for the keys of most updates without growing.
+        let mut keys = Vec::with_capacity(16);
         let start = skip_ws(json.as_bytes(), 0);
         let mut group: Group = 0;
         for (i, p) in set.ptrs.iter().enumerate() {
