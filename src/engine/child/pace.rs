@@ -397,7 +397,58 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::subagents::model::TurnRange;
+    use crate::wire::pointer::{PointerSet, Spans};
     use serde_json::json;
+
+    /// A held frame of `text` titled `title`, its keys found as the text reading finds them.
+    fn frame_card(text: &str, title: &str) -> FrameCard {
+        let none = PointerSet::new([]);
+        let spans = Spans::find(text, &none).expect("readable");
+        let base = text.as_ptr() as usize;
+        let keys = spans
+            .keys()
+            .iter()
+            .map(|k| (k.as_ptr() as usize - base, k.len()))
+            .collect();
+        let turn = TurnRange {
+            start: 2,
+            end: Some(7),
+        };
+        FrameCard::new(text, keys, title.into(), SpawnPatch::ZedSessionInfo(turn))
+    }
+
+    #[test]
+    fn a_spliced_line_is_the_built_update_serialized() {
+        let cid = ChildId::known("sub-1".into());
+        for text in [
+            r#"{"sessionUpdate":"tool_call_update","toolCallId":"t","status":"in_progress"}"#,
+            r#"{"title":"Agent","sessionUpdate":"tool_call_update","toolCallId":"t"}"#,
+            r#"{"sessionUpdate":"tool_call_update","title":"Agent","toolCallId":"t"}"#,
+            r#"{"sessionUpdate":"tool_call_update","toolCallId":"t","title":"Agent"}"#,
+            r#"{"sessionUpdate":"tool_call_update","toolCallId":"t","title":{"a":[1,"x\"y"]}}"#,
+        ] {
+            let card = frame_card(text, "Task \"a\" · é");
+            let line = card.spliced_line("s", &cid).expect("compact: spliced");
+            let built = card.build(&cid).expect("builds");
+            assert_eq!(
+                line,
+                crate::wire::write::session_update("s", &built),
+                "{text}"
+            );
+        }
+        for text in [
+            r#"{"sessionUpdate": "tool_call_update","toolCallId":"t"}"#,
+            r#"{"sessionUpdate":"tool_call_update","toolCallId":"t","n":1.0}"#,
+            r#"{"sessionUpdate":"tool_call_update","toolCallId":"t","_meta":{}}"#,
+        ] {
+            let card = frame_card(text, "Task");
+            assert!(
+                card.spliced_line("s", &cid).is_none(),
+                "{text}: the tree's way"
+            );
+        }
+    }
 
     #[test]
     fn merged_updates_keep_the_later_value_of_every_field() {
