@@ -10,7 +10,8 @@
 //!
 //! A progress frame of the agent read by its text ([`FrameCard`]) is held as that text: the
 //! card's update is built from it only when it goes out, and a held frame the next one
-//! replaces whole is never built.
+//! replaces whole is never built. One that goes out to a top-level thread is written into
+//! its line from that text, without a tree, when the text is serde_json's compact form.
 
 use bytes::Bytes;
 use hashbrown::HashMap;
