@@ -2,14 +2,16 @@
 //! without state. Frame bodies and line splitting (here), the borrowed [`envelope`], byte
 //! scans for the keys the router tests ([`keys`]), a validating JSON skipper (`skip`), the
 //! one-pass `session/update` reader ([`update_view`]) and agent request reader
-//! ([`request_view`]), JSON pointers read off the text ([`pointer`]), the lines of a run of frames that need
-//! reading at all ([`sieve`]), the state-free reading done ahead on the reader thread
+//! ([`request_view`]), JSON pointers read off the text ([`pointer`]), whether a text is
+//! serde_json's own compact writing of it ([`compact`]), the lines of a run of frames that
+//! need reading at all ([`sieve`]), the state-free reading done ahead on the reader thread
 //! ([`read_ahead`]) and the lines the proxy writes itself ([`write`](mod@write)).
 //!
 //! The bottom layer: nothing here imports another module of the crate.
 
 #[cfg(test)]
 mod captures;
+pub mod compact;
 pub mod envelope;
 pub mod keys;
 pub mod pointer;

@@ -44,6 +44,9 @@ pub fn find<'a>(json: &'a str, ptr: &str) -> Option<Option<&'a str>> {
     Some(Some(at))
 }
 
+/// The most pointers a [`PointerSet`] finds in one walk: a group of them is a bit mask.
+const MAX_POINTERS: usize = 64;
+
 /// Pointers split into their tokens once, to be found together ([`Spans::find`]).
 #[derive(Debug, Clone, Default)]
 pub struct PointerSet {
@@ -82,20 +85,25 @@ pub struct Spans<'s, 'a> {
 
 impl<'s, 'a> Spans<'s, 'a> {
     /// Walk `json` once for the pointers of `set`; `None` when it cannot be read so (a key
-    /// whose escapes do not decode, invalid JSON).
+    /// whose escapes do not decode, invalid JSON, more than 64 pointers).
     pub fn find(json: &'a str, set: &'s PointerSet) -> Option<Spans<'s, 'a>> {
+        if set.ptrs.len() > MAX_POINTERS {
+            return None;
+        }
         let mut found = vec![None; set.ptrs.len()];
-        let mut keys = Vec::new();
+        // Room for the keys of most updates without growing.
+        let mut keys = Vec::with_capacity(16);
         let start = skip_ws(json.as_bytes(), 0);
+        let mut group: Group = 0;
         for (i, p) in set.ptrs.iter().enumerate() {
             if p.is_empty() {
                 let end = value_end(json.as_bytes(), start, 0)?;
                 found[i] = json.get(start..end);
             }
+            if set.paths[i].is_some() {
+                group |= 1 << i;
+            }
         }
-        let group: Vec<usize> = (0..set.ptrs.len())
-            .filter(|&i| set.paths[i].is_some())
-            .collect();
         let mut walk = Walk {
             text: json,
             paths: &set.paths,
@@ -105,10 +113,10 @@ impl<'s, 'a> Spans<'s, 'a> {
             // The object's own keys are seen on the way.
             members(json, start, |key, at| {
                 keys.push(key.raw());
-                walk.member(key, at, 1, &group, 0)
+                walk.member(key, at, 1, group, 0)
             })?;
-        } else if !group.is_empty() {
-            walk.value(start, 0, &group, 0)?;
+        } else if group != 0 {
+            walk.value(start, 0, group, 0)?;
         }
         Some(Spans { set, found, keys })
     }
@@ -124,6 +132,18 @@ impl<'s, 'a> Spans<'s, 'a> {
     pub fn keys(&self) -> &[&'a str] {
         &self.keys
     }
+}
+
+/// Pointers of a set (bit `p` for its pointer `p`): those a walk still follows.
+type Group = u64;
+
+/// The pointers of a group, in order.
+fn each(mut group: Group) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        let p = group.trailing_zeros() as usize;
+        group &= group.checked_sub(1)?;
+        Some(p)
+    })
 }
 
 /// One walk of [`Spans::find`].
@@ -142,9 +162,16 @@ impl<'a> Walk<'_, 'a> {
         self.paths[p].as_ref().map_or(0, Vec::len)
     }
 
+    /// The pointers of `group` whose token at `level` passes `test`.
+    fn through(&self, group: Group, level: usize, test: impl Fn(&str) -> bool) -> Group {
+        each(group)
+            .filter(|&p| self.token(p, level).is_some_and(&test))
+            .fold(0, |g, p| g | 1 << p)
+    }
+
     /// The value at `i` (inside `depth` containers), walked for the pointers of `group`, each
     /// with tokens left from `level`; the index after it.
-    fn value(&mut self, i: usize, depth: usize, group: &[usize], level: usize) -> Option<usize> {
+    fn value(&mut self, i: usize, depth: usize, group: Group, level: usize) -> Option<usize> {
         let (text, b) = (self.text, self.text.as_bytes());
         match b.get(i)? {
             b'{' => members(text, i, |key, at| {
@@ -157,10 +184,9 @@ impl<'a> Walk<'_, 'a> {
                 }
                 let mut n = 0usize;
                 loop {
-                    let through = |p: &usize| self.token(*p, level).and_then(index) == Some(n);
-                    let end = if group.iter().any(through) {
-                        let sub: Vec<usize> = group.iter().copied().filter(through).collect();
-                        self.enter(&sub, j, depth + 1, level)?
+                    let sub = self.through(group, level, |t| index(t) == Some(n));
+                    let end = if sub != 0 {
+                        self.enter(sub, j, depth + 1, level)?
                     } else {
                         value_end(b, j, depth + 1)?
                     };
@@ -183,38 +209,35 @@ impl<'a> Walk<'_, 'a> {
         key: super::update_view::Key<'a>,
         at: usize,
         depth: usize,
-        group: &[usize],
+        group: Group,
         level: usize,
     ) -> Option<usize> {
-        if group.is_empty() {
+        if group == 0 {
             return value_end(self.text.as_bytes(), at, depth);
         }
         let name = key.decoded()?;
-        let through = |p: &usize| self.token(*p, level) == Some(&*name);
-        if !group.iter().any(through) {
+        let sub = self.through(group, level, |t| t == name);
+        if sub == 0 {
             return value_end(self.text.as_bytes(), at, depth);
         }
-        let sub: Vec<usize> = group.iter().copied().filter(through).collect();
-        self.enter(&sub, at, depth, level)
+        self.enter(sub, at, depth, level)
     }
 
     /// The value at `at` that the pointers of `sub` go through at `level`.
-    fn enter(&mut self, sub: &[usize], at: usize, depth: usize, level: usize) -> Option<usize> {
+    fn enter(&mut self, sub: Group, at: usize, depth: usize, level: usize) -> Option<usize> {
         // Of repeated keys the last counts: what an earlier one gave is forgotten.
-        for &p in sub {
+        for p in each(sub) {
             self.found[p] = None;
         }
-        let deeper: Vec<usize> = sub
-            .iter()
-            .copied()
+        let deeper = each(sub)
             .filter(|&p| self.len(p) > level + 1)
-            .collect();
-        let end = if deeper.is_empty() {
+            .fold(0, |g, p| g | 1 << p);
+        let end = if deeper == 0 {
             value_end(self.text.as_bytes(), at, depth)?
         } else {
-            self.value(at, depth, &deeper, level + 1)?
+            self.value(at, depth, deeper, level + 1)?
         };
-        for &p in sub {
+        for p in each(sub) {
             if self.len(p) == level + 1 {
                 self.found[p] = self.text.get(at..end);
             }
@@ -411,6 +434,12 @@ mod tests {
         assert!(
             Spans::find("{\"a\":[1,}", &PointerSet::new(["/a/0"])).is_none(),
             "invalid JSON"
+        );
+        let many: Vec<String> = (0..=MAX_POINTERS).map(|k| format!("/a/{k}")).collect();
+        let set = PointerSet::new(many.iter().map(String::as_str));
+        assert!(
+            Spans::find(DOC, &set).is_none(),
+            "more pointers than a walk follows"
         );
     }
 

@@ -141,9 +141,7 @@ impl<'a> Key<'a> {
     /// The name, if it has no escapes.
     pub(super) fn plain(&self) -> Option<&'a str> {
         let name = unquote(self.0)?;
-        memchr::memchr(b'\\', name.as_bytes())
-            .is_none()
-            .then_some(name)
+        (!has_backslash(name.as_bytes())).then_some(name)
     }
 
     /// The name with its escapes decoded (`None` if they do not decode, e.g. a lone surrogate).
@@ -213,10 +211,21 @@ pub(super) fn nullable_string_at(text: &str, i: usize) -> Option<(Option<Cow<'_,
 /// (rare, and these strings are small).
 fn decode(quoted: &str) -> Option<Cow<'_, str>> {
     let inner = unquote(quoted)?;
-    if memchr::memchr(b'\\', inner.as_bytes()).is_none() {
+    if !has_backslash(inner.as_bytes()) {
         return Some(Cow::Borrowed(inner));
     }
     serde_json::from_str::<String>(quoted).ok().map(Cow::Owned)
+}
+
+/// Whether `b` holds a backslash. Most strings read here are keys and ids of a few bytes,
+/// where a plain loop costs less than setting up `memchr`'s vector search.
+#[inline]
+pub(super) fn has_backslash(b: &[u8]) -> bool {
+    if b.len() < 32 {
+        b.contains(&b'\\')
+    } else {
+        memchr::memchr(b'\\', b).is_some()
+    }
 }
 
 /// The text between a quoted string's quotes.

@@ -10,15 +10,18 @@
 //!
 //! A progress frame of the agent read by its text ([`FrameCard`]) is held as that text: the
 //! card's update is built from it only when it goes out, and a held frame the next one
-//! replaces whole is never built.
+//! replaces whole is never built. One that goes out to a top-level thread is written into
+//! its line from that text, without a tree, when the text is serde_json's compact form.
 
 use bytes::Bytes;
 use hashbrown::HashMap;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::engine::{Action, Engine, Millis};
 use crate::subagents::ids::{ChildId, ClientSessionId};
-use crate::subagents::render::CardChange;
+use crate::subagents::render::{CardChange, SpawnPatch};
+use crate::wire::compact;
+use crate::wire::write::session_update_with;
 
 /// The shortest time between two progress updates of one card.
 pub(in crate::engine) const PROGRESS_INTERVAL_MS: Millis = 250;
@@ -53,14 +56,15 @@ enum Pending {
 }
 
 /// A card's update still as the agent's text: the update of the spawn card as the agent sent
-/// it, the title the card gets, and what the output sets on it after the title.
+/// it (a `tool_call_update`), the title the card gets, and what the output sets on it after
+/// the title.
 #[derive(Debug)]
 pub(in crate::engine) struct FrameCard {
     update: String,
     /// Where each of the update's keys is in its text, in order.
     keys: Vec<(usize, usize)>,
     title: String,
-    patch: Map<String, Value>,
+    patch: SpawnPatch,
 }
 
 impl FrameCard {
@@ -69,7 +73,7 @@ impl FrameCard {
         update: &str,
         keys: Vec<(usize, usize)>,
         title: String,
-        patch: Map<String, Value>,
+        patch: SpawnPatch,
     ) -> FrameCard {
         FrameCard {
             update: update.to_owned(),
@@ -88,40 +92,94 @@ impl FrameCard {
     /// Whether merging `later` over this one gives `later` itself: the same keys in the same
     /// order, each of which `later` sets again.
     fn replaced_by(&self, later: &FrameCard) -> bool {
-        self.key_texts().eq(later.key_texts()) && self.patch.keys().eq(later.patch.keys())
+        self.key_texts().eq(later.key_texts()) && self.patch.keys() == later.patch.keys()
     }
 
-    /// The card's update: the agent's update (parsed now), titled, patched. `None` when
-    /// serde_json refuses the text the walker accepted (a number out of its range), as the
-    /// tree reading would have.
-    fn build(self) -> Option<Value> {
+    /// The card's update (of the child `cid`): the agent's update (parsed now), titled,
+    /// patched. `None` when serde_json refuses the text the walker accepted (a number out of
+    /// its range), as the tree reading would have.
+    fn build(self, cid: &ChildId) -> Option<Value> {
         let mut update: Value = serde_json::from_str(&self.update).ok()?;
         let obj = update.as_object_mut()?;
         obj.insert("title".into(), Value::String(self.title));
-        for (k, v) in self.patch {
+        for (k, v) in self.patch.members(cid) {
             obj.insert(k, v);
         }
         Some(update)
     }
+
+    /// The `session/update` line of [`FrameCard::build`]'s update for `session`, written
+    /// without a tree: the agent's text with the title set in place (or after its last
+    /// member) and the patch's members after that, which is what serializing the built update
+    /// gives when the agent's text is serde_json's compact writing of itself. `None` when it
+    /// is not, or when it has a key the patch sets: only the tree then gives the same bytes.
+    fn spliced_line(&self, session: &str, cid: &ChildId) -> Option<Bytes> {
+        let text = self.update.as_str();
+        let keys = self.patch.keys();
+        if self.keys.is_empty()
+            || !compact::is_compact(text)
+            || self.key_texts().any(|k| keys.iter().any(|p| is_key(k, p)))
+        {
+            return None;
+        }
+        // Compact: each value runs from just after its key's colon to the comma before the
+        // next key, the last one's to the closing brace.
+        let b = text.as_bytes();
+        let last = b.len().checked_sub(1)?;
+        let title = self.key_texts().position(|k| is_key(k, "title"));
+        let (head, tail) = match title {
+            Some(i) => {
+                let &(at, len) = self.keys.get(i)?;
+                let end = self
+                    .keys
+                    .get(i + 1)
+                    .map_or(Some(last), |&(next, _)| next.checked_sub(1))?;
+                (b.get(..at + len + 1)?, b.get(end..last)?)
+            }
+            None => (b.get(..last)?, &[][..]),
+        };
+        let size = text.len() + self.title.len() + 128;
+        Some(session_update_with(session, size, |line| {
+            line.extend_from_slice(head);
+            if title.is_none() {
+                line.extend_from_slice(br#","title":"#);
+            }
+            // A string serialises infallibly into a Vec.
+            let _ = serde_json::to_writer(&mut *line, &self.title);
+            line.extend_from_slice(tail);
+            if !keys.is_empty() {
+                line.push(b',');
+                self.patch.write_members(cid, line);
+            }
+            line.push(b'}');
+        }))
+    }
+}
+
+/// Whether a key as written in a compact text (quotes included) is `name`, a key written
+/// without escapes.
+fn is_key(raw: &str, name: &str) -> bool {
+    raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')) == Some(name)
 }
 
 impl Pending {
-    fn built(self) -> Option<CardChange> {
+    fn built(self, cid: &ChildId) -> Option<CardChange> {
         match self {
             Pending::Built(change) => Some(change),
-            Pending::Frame(frame) => frame.build().map(CardChange::Update),
+            Pending::Frame(frame) => frame.build(cid).map(CardChange::Update),
         }
     }
 }
 
-/// `later` applied over `earlier`, building what has to be built.
-fn merge_pending(earlier: Pending, later: Pending) -> Pending {
+/// `later` applied over `earlier` (updates of the card of `cid`), building what has to be
+/// built.
+fn merge_pending(cid: &ChildId, earlier: Pending, later: Pending) -> Pending {
     match (earlier, later) {
         (Pending::Frame(a), Pending::Frame(b)) if a.replaced_by(&b) => Pending::Frame(b),
         // A frame that does not build never reached the card: the other one stands.
-        (earlier, later) => match earlier.built() {
+        (earlier, later) => match earlier.built(cid) {
             None => later,
-            Some(e) => match later.built() {
+            Some(e) => match later.built(cid) {
                 Some(l) => Pending::Built(merge(e, l)),
                 None => Pending::Built(e),
             },
@@ -246,18 +304,18 @@ impl Engine {
                         held: None,
                     },
                 );
-                self.send_change(&parent, change, out);
+                self.send_change(cid, &parent, change, out);
                 return;
             }
         };
         let due = paced.sent_at.saturating_add(PROGRESS_INTERVAL_MS);
         let change = match paced.held.take() {
-            Some(held) => merge_pending(held.change, change),
+            Some(held) => merge_pending(cid, held.change, change),
             None => change,
         };
         if now >= due {
             paced.sent_at = now;
-            self.send_change(&parent, change, out);
+            self.send_change(cid, &parent, change, out);
         } else {
             paced.held = Some(Held {
                 due,
@@ -277,7 +335,7 @@ impl Engine {
         }) else {
             return;
         };
-        self.send_change(&held.parent, held.change, out);
+        self.send_change(cid, &held.parent, held.change, out);
     }
 
     /// The card ended (or the child is let go of): what it held is superseded.
@@ -312,8 +370,24 @@ impl Engine {
         }
     }
 
-    fn send_change(&mut self, parent: &ClientSessionId, change: Pending, out: &mut Vec<Action>) {
-        match change.built() {
+    fn send_change(
+        &mut self,
+        cid: &ChildId,
+        parent: &ClientSessionId,
+        change: Pending,
+        out: &mut Vec<Action>,
+    ) {
+        // A card in a top-level thread, whose update goes to the client as it is: its line
+        // written from the agent's text where that gives the same bytes.
+        if let Pending::Frame(frame) = &change {
+            if self.reg.resolve(parent.as_str()).is_none() {
+                if let Some(line) = frame.spliced_line(parent.as_str(), cid) {
+                    out.push(Action::ToClient(line));
+                    return;
+                }
+            }
+        }
+        match change.built(cid) {
             Some(CardChange::Update(card)) => self.emit(parent.as_str(), card, out),
             Some(CardChange::Line(line)) => out.push(Action::ToClient(line)),
             None => {}
@@ -324,7 +398,58 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::subagents::model::TurnRange;
+    use crate::wire::pointer::{PointerSet, Spans};
     use serde_json::json;
+
+    /// A held frame of `text` titled `title`, its keys found as the text reading finds them.
+    fn frame_card(text: &str, title: &str) -> FrameCard {
+        let none = PointerSet::new([]);
+        let spans = Spans::find(text, &none).expect("readable");
+        let base = text.as_ptr() as usize;
+        let keys = spans
+            .keys()
+            .iter()
+            .map(|k| (k.as_ptr() as usize - base, k.len()))
+            .collect();
+        let turn = TurnRange {
+            start: 2,
+            end: Some(7),
+        };
+        FrameCard::new(text, keys, title.into(), SpawnPatch::ZedSessionInfo(turn))
+    }
+
+    #[test]
+    fn a_spliced_line_is_the_built_update_serialized() {
+        let cid = ChildId::known("sub-1".into());
+        for text in [
+            r#"{"sessionUpdate":"tool_call_update","toolCallId":"t","status":"in_progress"}"#,
+            r#"{"title":"Agent","sessionUpdate":"tool_call_update","toolCallId":"t"}"#,
+            r#"{"sessionUpdate":"tool_call_update","title":"Agent","toolCallId":"t"}"#,
+            r#"{"sessionUpdate":"tool_call_update","toolCallId":"t","title":"Agent"}"#,
+            r#"{"sessionUpdate":"tool_call_update","toolCallId":"t","title":{"a":[1,"x\"y"]}}"#,
+        ] {
+            let card = frame_card(text, "Task \"a\" · é");
+            let line = card.spliced_line("s", &cid).expect("compact: spliced");
+            let built = card.build(&cid).expect("builds");
+            assert_eq!(
+                line,
+                crate::wire::write::session_update("s", &built),
+                "{text}"
+            );
+        }
+        for text in [
+            r#"{"sessionUpdate": "tool_call_update","toolCallId":"t"}"#,
+            r#"{"sessionUpdate":"tool_call_update","toolCallId":"t","n":1.0}"#,
+            r#"{"sessionUpdate":"tool_call_update","toolCallId":"t","_meta":{}}"#,
+        ] {
+            let card = frame_card(text, "Task");
+            assert!(
+                card.spliced_line("s", &cid).is_none(),
+                "{text}: the tree's way"
+            );
+        }
+    }
 
     #[test]
     fn merged_updates_keep_the_later_value_of_every_field() {

@@ -30,7 +30,7 @@ use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
 use super::ids::ChildId;
-use super::model::{Child, ChildState};
+use super::model::{Child, ChildState, TurnRange};
 use acp::Acp;
 
 /// What the client is sent of subagents: cards in the parent's thread drawn in one style, or
@@ -83,7 +83,7 @@ impl Output {
     /// What [`Output::spawn_update`] adds to an update of an open spawn card that has no
     /// `_meta`, as members to set on it after the card's title; `None` when the output reads
     /// the update itself (a progress frame then needs its tree).
-    pub fn spawn_patch(&self, child: &Child) -> Option<Map<String, Value>> {
+    pub fn spawn_patch(&self, child: &Child) -> Option<SpawnPatch> {
         match self {
             Output::Cards(style) => style.spawn_patch(child),
             Output::Standard(_) => None,
@@ -193,6 +193,48 @@ impl Output {
     }
 }
 
+/// The members a card style sets on an update of an open spawn card without `_meta`, after
+/// the card's title ([`Render::spawn_patch`]): the child's state they show, taken when the
+/// agent's frame is read, so they are built (or written) only for an update that goes out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpawnPatch {
+    /// Zed's `_meta.subagent_session_info` ([`zed::inject_meta`]) for the child's turn.
+    ZedSessionInfo(TurnRange),
+}
+
+impl SpawnPatch {
+    /// The keys it sets, in order.
+    pub fn keys(&self) -> &'static [&'static str] {
+        match self {
+            SpawnPatch::ZedSessionInfo(_) => &["_meta"],
+        }
+    }
+
+    /// Its members for the child `id`, in order.
+    pub fn members(&self, id: &ChildId) -> Map<String, Value> {
+        let mut members = Map::new();
+        match *self {
+            SpawnPatch::ZedSessionInfo(turn) => {
+                let mut meta = Map::new();
+                meta.insert(
+                    "subagent_session_info".into(),
+                    zed::session_info_of(id, turn),
+                );
+                members.insert("_meta".into(), Value::Object(meta));
+            }
+        }
+        members
+    }
+
+    /// Its members for the child `id` as serde_json writes them compact (`"key":value`,
+    /// comma-separated, in order).
+    pub fn write_members(&self, id: &ChildId, out: &mut Vec<u8>) {
+        match *self {
+            SpawnPatch::ZedSessionInfo(turn) => zed::write_meta_member(id, turn, out),
+        }
+    }
+}
+
 /// A style of spawn cards in the parent's thread: what a card shows of its child. A style
 /// reads the model and returns what to send; the engine decides when, and writes the model.
 pub trait Render: fmt::Debug + Send {
@@ -210,7 +252,7 @@ pub trait Render: fmt::Debug + Send {
 
     /// [`Render::spawn_update`] of an open card's update without `_meta` (not a `tool_call`),
     /// as the members it sets: `None` when the style reads the update itself.
-    fn spawn_patch(&self, _child: &Child) -> Option<Map<String, Value>> {
+    fn spawn_patch(&self, _child: &Child) -> Option<SpawnPatch> {
         None
     }
 

@@ -4,11 +4,14 @@
 //! object: `session_id`, `message_start_index`, optional `message_end_index`). Zed reads
 //! `tool_name` from `tool_call` only and `subagent_session_info` from both kinds.
 
+use std::fmt::Write as _;
+
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
-use super::{card_base, mark_cancelled, synthesized_base, CardChange, Render, Step};
-use crate::subagents::model::Child;
+use super::{card_base, mark_cancelled, synthesized_base, CardChange, Render, SpawnPatch, Step};
+use crate::subagents::ids::ChildId;
+use crate::subagents::model::{Child, TurnRange};
 use crate::wire::write::session_update_with;
 
 /// Upper bound of a live-progress card title, in characters.
@@ -17,12 +20,31 @@ const MAX_ACTIVITY_CHARS: usize = 48;
 
 /// `_meta.subagent_session_info` for the child's current turn.
 pub fn session_info(child: &Child) -> Value {
-    let turn = child.current_turn();
-    let mut info = json!({"session_id": child.id, "message_start_index": turn.start});
+    session_info_of(&child.id, child.current_turn())
+}
+
+/// `_meta.subagent_session_info` of the child `id` in its turn `turn`.
+pub fn session_info_of(id: &ChildId, turn: TurnRange) -> Value {
+    let mut info = json!({"session_id": id, "message_start_index": turn.start});
     if let Some(end) = turn.end {
         info["message_end_index"] = json!(end);
     }
     info
+}
+
+/// `"_meta":{"subagent_session_info":…}` of the child `id` in its turn `turn`, as serde_json
+/// writes the member [`inject_meta`] adds to an update without `_meta`: written, not built.
+pub fn write_meta_member(id: &ChildId, turn: TurnRange, out: &mut Vec<u8>) {
+    out.extend_from_slice(br#""_meta":{"subagent_session_info":{"session_id":"#);
+    // Strings and numbers serialise infallibly into a Vec.
+    let _ = serde_json::to_writer(&mut *out, id.as_str());
+    out.extend_from_slice(br#","message_start_index":"#);
+    let _ = serde_json::to_writer(&mut *out, &turn.start);
+    if let Some(end) = turn.end {
+        out.extend_from_slice(br#","message_end_index":"#);
+        let _ = serde_json::to_writer(&mut *out, &end);
+    }
+    out.extend_from_slice(b"}}");
 }
 
 /// Merge Zed's keys into an update's `_meta`, keeping every key the agent put there.
@@ -97,27 +119,46 @@ pub fn progress_notification(session: &str, child: &Child, title: &str) -> Bytes
 /// The live-progress title: `Task · latest activity · N steps`, bounded (no step count
 /// where the agent reports its child's activity but no steps of it).
 pub fn progress_title(child: &Child) -> String {
-    let mut title = child.title.clone();
+    // Written into one string: a title per progress frame of every child.
+    let mut title = String::with_capacity(child.title.len() + MAX_ACTIVITY_CHARS * 3 + 24);
+    title.push_str(&child.title);
     if let Some(activity) = &child.progress().activity {
         title.push_str(" · ");
-        title.push_str(&truncate(activity, MAX_ACTIVITY_CHARS));
+        push_truncated(&mut title, activity, MAX_ACTIVITY_CHARS);
     }
     let steps = child.progress().steps;
     if steps > 0 {
         let s = if steps == 1 { "" } else { "s" };
-        title.push_str(&format!(" · {steps} step{s}"));
+        // Writing into a String cannot fail.
+        let _ = write!(title, " · {steps} step{s}");
+    }
+    if fits(&title, MAX_TITLE_CHARS) {
+        return title;
     }
     truncate(&title, MAX_TITLE_CHARS)
 }
 
+/// Whether `s` is one line of at most `max` characters: [`truncate`] leaves it as it is.
+fn fits(s: &str, max: usize) -> bool {
+    !s.contains(['\n', '\r']) && s.chars().count() <= max
+}
+
 fn truncate(s: &str, max: usize) -> String {
+    let mut out = String::new();
+    push_truncated(&mut out, s, max);
+    out
+}
+
+/// `s`'s first line, cut to `max` characters (the last an ellipsis) if it is longer or `s`
+/// has more lines.
+fn push_truncated(out: &mut String, s: &str, max: usize) {
     let one_line = s.lines().next().unwrap_or("");
     if one_line.chars().count() <= max && one_line.len() == s.len() {
-        return one_line.to_owned();
+        out.push_str(one_line);
+        return;
     }
-    let mut out: String = one_line.chars().take(max.saturating_sub(1)).collect();
+    out.extend(one_line.chars().take(max.saturating_sub(1)));
     out.push('…');
-    out
 }
 
 /// A change [`repair_tool_frame`] made so that Zed accepts a tool call frame.
@@ -222,13 +263,9 @@ impl Render for Zed {
         inject_meta(update, child, is_new);
     }
 
-    fn spawn_patch(&self, child: &Child) -> Option<Map<String, Value>> {
+    fn spawn_patch(&self, child: &Child) -> Option<SpawnPatch> {
         // What `inject_meta` does to an update without `_meta`.
-        let mut meta = Map::new();
-        meta.insert("subagent_session_info".into(), session_info(child));
-        let mut patch = Map::new();
-        patch.insert("_meta".into(), Value::Object(meta));
-        Some(patch)
+        Some(SpawnPatch::ZedSessionInfo(child.current_turn()))
     }
 
     fn progress_title(&self, child: &Child) -> Option<String> {
@@ -298,6 +335,29 @@ mod tests {
             session_update("sess-1", &card_update(&c, None, Some(title)))
         );
         assert!(String::from_utf8_lossy(&direct).contains("message_end_index"));
+    }
+
+    #[test]
+    fn the_written_meta_member_is_the_one_inject_meta_sets() {
+        let mut c = child();
+        c.id = ChildId::known("sub-\"é\"".into());
+        for ended in [false, true] {
+            if ended {
+                c.entries.push("user_message_chunk", None);
+                c.entries.push("tool_call", Some("a"));
+                c.end_turn();
+            }
+            let mut upd = json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1"});
+            inject_meta(&mut upd, &c, false);
+            let mut written = br#"{"sessionUpdate":"tool_call_update","toolCallId":"t1","#.to_vec();
+            write_meta_member(&c.id, c.current_turn(), &mut written);
+            written.push(b'}');
+            assert_eq!(
+                String::from_utf8(written).expect("utf-8"),
+                upd.to_string(),
+                "ended: {ended}"
+            );
+        }
     }
 
     #[test]
