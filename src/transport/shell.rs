@@ -152,6 +152,11 @@ impl Shell {
         self.engine.reads_new_tool_calls()
     }
 
+    /// The dump, for what is recorded off the relay's task (the agent's stderr).
+    pub(crate) fn dump(&self) -> Option<Dump> {
+        self.dump.clone()
+    }
+
     /// Record a frame in the dump.
     pub(crate) fn record(&self, dir: Direction, bytes: &Bytes) {
         if let Some(d) = &self.dump {
