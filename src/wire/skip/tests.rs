@@ -18,6 +18,12 @@ fn end_in(lead: usize, body: &[u8], trail: usize) -> Option<usize> {
         scalar_string_end(&input, start),
         "block and scalar scans agree"
     );
+    #[cfg(target_arch = "x86_64")]
+    if avx2::available() {
+        // SAFETY: the CPU has AVX2.
+        let wide = unsafe { avx2::scan(&input, start) };
+        assert_eq!(wide, sse2::scan(&input, start), "AVX2 and SSE2 scans agree");
+    }
     got.map(|end| end - start)
 }
 
