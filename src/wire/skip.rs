@@ -45,6 +45,23 @@ pub(super) fn string_end(b: &[u8], start: usize) -> Option<usize> {
     scalar_string_end(b, start)
 }
 
+/// `bytes` as text, if they are UTF-8 (what `std::str::from_utf8` accepts). A frame is nearly
+/// always ASCII: with AVX2 that is told 128 bytes at a time, several times faster than the
+/// validation (a permission request's kilobytes were 5 % of a Zed-mode round trip); anything
+/// else is validated by std.
+pub(super) fn utf8(bytes: &[u8]) -> Option<&str> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: the CPU has AVX2, the one feature `avx2::is_ascii` is compiled for.
+        let ascii = avx2::available() && unsafe { avx2::is_ascii(bytes) };
+        if ascii {
+            // SAFETY: ASCII bytes are valid UTF-8.
+            return Some(unsafe { std::str::from_utf8_unchecked(bytes) });
+        }
+    }
+    std::str::from_utf8(bytes).ok()
+}
+
 /// The block scan of a string's contents from `p`: AVX2 where the CPU has it, else SSE2.
 /// Kept out of line, so that [`string_end`]'s short path stays small where it is inlined.
 #[cfg(target_arch = "x86_64")]
@@ -240,6 +257,29 @@ mod avx2 {
     #[inline(always)]
     pub(super) fn available() -> bool {
         std::arch::is_x86_feature_detected!("avx2")
+    }
+
+    /// Whether every byte is ASCII (below 0x80): the high bits of four lanes at a time, or'd.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn is_ascii(bytes: &[u8]) -> bool {
+        let mut chunks = bytes.chunks_exact(4 * LANE);
+        for chunk in &mut chunks {
+            let p = chunk.as_ptr();
+            // SAFETY: the four unaligned loads read the chunk's 128 bytes, 32 at a time.
+            let (a, b, c, d) = unsafe {
+                (
+                    _mm256_loadu_si256(p.cast()),
+                    _mm256_loadu_si256(p.add(LANE).cast()),
+                    _mm256_loadu_si256(p.add(2 * LANE).cast()),
+                    _mm256_loadu_si256(p.add(3 * LANE).cast()),
+                )
+            };
+            let high = _mm256_or_si256(_mm256_or_si256(a, b), _mm256_or_si256(c, d));
+            if _mm256_movemask_epi8(high) != 0 {
+                return false;
+            }
+        }
+        chunks.remainder().is_ascii()
     }
 
     /// `sse2::scan` with 32-byte lanes: the same masks, the same stops.
