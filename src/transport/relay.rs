@@ -4,9 +4,11 @@
 //! A session is three steps, as in tokio's mini-redis: [`run`] starts it (the first frame
 //! decides standalone or chain mode; standalone starts the agent), `Relay::pump` moves
 //! frames until one side ends, and `Relay::shut_down` stops the agent and says why the
-//! session ended. One task owns the `Shell` and selects over every reader; each writer is its
-//! own task behind an `Outbox`. A side is only read while the opposite outbox has room,
-//! so a slow reader slows its writer and nothing is dropped or buffered without bound.
+//! session ended. One task owns the `Shell` and selects over the client's and the agent's
+//! output; each writer is its own task behind an `Outbox` (which writes a frame in place while
+//! nothing is queued), and the agent's stderr and its exit are watched by tasks of their own.
+//! A side is only read while the opposite outbox has room, so a slow reader slows its writer
+//! and nothing is dropped or buffered without bound.
 
 use std::collections::VecDeque;
 use std::process::ExitStatus;
