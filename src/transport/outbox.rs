@@ -4,11 +4,13 @@
 //! reader slows down its writer (honest backpressure) without ever dropping a frame and
 //! without stalling the other direction.
 //!
-//! While nothing is queued, a frame for a pipe or socket is written right where it is sent,
-//! without waiting: the writer task only takes what the pipe did not (a full pipe, a partial
-//! write). An interactive exchange (a permission request and its answer) then costs no hop to
-//! the writer task and back (docs/performance.md, "Round trips, the relay's loop").
+//! While nothing is queued, the frames for a pipe or socket are written right where they are
+//! sent, without waiting (the frames one read from the other side gave, in one `writev`): the
+//! writer task only takes what the pipe did not (a full pipe, a partial write). An interactive
+//! exchange (a permission request and its answer) then costs no hop to the writer task and
+//! back (docs/performance.md, "Round trips, the relay's loop").
 
+use std::io::IoSlice;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -74,39 +76,80 @@ impl Outbox {
 
     /// Queue bytes for writing. Returns false if the writer has stopped (peer gone).
     pub(crate) fn send(&self, bytes: Bytes) -> bool {
-        if self.shared.closed.load(Ordering::Acquire) {
-            return false;
-        }
-        let bytes = match self.write_in_place(bytes) {
-            Some(rest) => rest,
-            None => return true,
-        };
-        self.shared.queued.fetch_add(bytes.len(), Ordering::AcqRel);
-        self.tx.send(bytes).is_ok()
+        self.send_all(&mut vec![bytes], true)
     }
 
-    /// Write `bytes` now if nothing is queued before them and the sink takes them without
-    /// waiting; what it did not take is returned, to be queued (`None`: all written). A write
-    /// error is left for the writer task to meet again and report.
-    fn write_in_place(&self, mut bytes: Bytes) -> Option<Bytes> {
+    /// Queue `frames` for writing, in order, leaving the vector empty (its capacity kept);
+    /// `in_place`: they may be written right here. Returns false if the writer has stopped
+    /// (peer gone).
+    pub(crate) fn send_all(&self, frames: &mut Vec<Bytes>, in_place: bool) -> bool {
+        if self.shared.closed.load(Ordering::Acquire) {
+            frames.clear();
+            return false;
+        }
+        let written = if in_place {
+            self.write_in_place(frames)
+        } else {
+            0
+        };
+        let mut sent = true;
+        for bytes in frames.drain(..).skip(written) {
+            self.shared.queued.fetch_add(bytes.len(), Ordering::AcqRel);
+            sent &= self.tx.send(bytes).is_ok();
+        }
+        sent
+    }
+
+    /// Write `frames` now if nothing is queued before them and the sink takes them without
+    /// waiting, in as few writes as it allows; returns how many were written whole (the next
+    /// one may have been written in part: its bytes are advanced past what was). A write error
+    /// is left for the writer task to meet again and report.
+    fn write_in_place(&self, frames: &mut [Bytes]) -> usize {
         let shared = &*self.shared;
         if !shared.in_place || shared.queued.load(Ordering::Acquire) != 0 {
-            return Some(bytes);
+            return 0;
+        }
+        // A stream's reads go to the writer task, which batches them while the peer is behind.
+        if frames.iter().map(Bytes::len).sum::<usize>() > IN_PLACE_MAX {
+            return 0;
         }
         let Ok(mut sink) = shared.sink.try_lock() else {
-            return Some(bytes);
+            return 0;
         };
         // Nothing queued: the writer task waits for the next frame, and the sink's readiness
         // is ours to ask. A pipe that is full answers `Pending` (the no-op waker is replaced by
         // the writer task's as soon as it writes).
         let mut cx = Context::from_waker(Waker::noop());
-        while !bytes.is_empty() {
-            match Pin::new(&mut *sink).poll_write(&mut cx, &bytes) {
-                Poll::Ready(Ok(n)) if n > 0 => bytes.advance(n),
-                _ => return Some(bytes),
+        let mut first = 0;
+        while first < frames.len() {
+            let rest = &frames[first..];
+            let (wrote, asked) = match rest {
+                [one] => (Pin::new(&mut *sink).poll_write(&mut cx, one), one.len()),
+                _ => {
+                    let slices: Vec<IoSlice<'_>> = rest
+                        .iter()
+                        .take(BATCH_FRAMES)
+                        .map(|b| IoSlice::new(b))
+                        .collect();
+                    let asked = slices.iter().map(|s| s.len()).sum();
+                    (
+                        Pin::new(&mut *sink).poll_write_vectored(&mut cx, &slices),
+                        asked,
+                    )
+                }
+            };
+            match wrote {
+                Poll::Ready(Ok(n)) if n > 0 => {
+                    consume(frames, &mut first, n);
+                    // A short write: the pipe is full, and asking again would only say so.
+                    if n < asked {
+                        break;
+                    }
+                }
+                _ => break,
             }
         }
-        None
+        first
     }
 
     /// Whether more may be queued without passing the high-water mark.
@@ -147,6 +190,12 @@ async fn write_loop(
     }
     result
 }
+
+/// The most bytes written in place at once. An exchange's frames are smaller (a permission
+/// request is rarely over 16 KiB); a stream's reads are larger and go to the writer task,
+/// which sends several in one `writev` while the peer is behind (64 KiB here doubled the
+/// system calls of a pure relay's stream: a write per read).
+const IN_PLACE_MAX: usize = 16 * 1024;
 
 /// Frames written per batch at most (bytes, count): bounds the latency of a drained notice.
 const BATCH_BYTES: usize = 1024 * 1024;
@@ -197,26 +246,32 @@ where
             .iter()
             .map(|b| std::io::IoSlice::new(b))
             .collect();
-        let mut n = out.write_vectored(&slices).await?;
+        let n = out.write_vectored(&slices).await?;
         if n == 0 {
             return Err(std::io::ErrorKind::WriteZero.into());
         }
-        while n > 0 {
-            let len = batch[first].len();
-            if n >= len {
-                n -= len;
-                first += 1;
-            } else {
-                batch[first].advance(n);
-                n = 0;
-            }
-        }
-        while first < batch.len() && batch[first].is_empty() {
-            first += 1;
-        }
+        consume(batch, &mut first, n);
     }
     batch.clear();
     Ok(())
+}
+
+/// `n` bytes of `frames[*first..]` were written: move `first` past the frames written whole
+/// (and empty ones), and the next one's start past what was written of it.
+fn consume(frames: &mut [Bytes], first: &mut usize, mut n: usize) {
+    while n > 0 {
+        let len = frames[*first].len();
+        if n >= len {
+            n -= len;
+            *first += 1;
+        } else {
+            frames[*first].advance(n);
+            n = 0;
+        }
+    }
+    while *first < frames.len() && frames[*first].is_empty() {
+        *first += 1;
+    }
 }
 
 /// For sinks without vectored writes (tokio's blocking stdout on a terminal or file): copy
@@ -253,6 +308,8 @@ mod tests {
     /// `pending_every`-th call with `Pending` (waking the caller at once) when that is not 0.
     struct Trickle {
         got: Arc<StdMutex<Vec<u8>>>,
+        /// Write calls made, `Pending` ones included.
+        writes: Arc<AtomicUsize>,
         vectored: bool,
         max: usize,
         pending_every: usize,
@@ -268,6 +325,7 @@ mod tests {
             let got = Arc::new(StdMutex::new(Vec::new()));
             let sink = Trickle {
                 got: got.clone(),
+                writes: Arc::new(AtomicUsize::new(0)),
                 vectored,
                 max,
                 pending_every,
@@ -279,6 +337,7 @@ mod tests {
         /// Whether this call waits (and wakes the caller to come back).
         fn waits(&mut self, cx: &mut Context<'_>) -> bool {
             self.calls += 1;
+            self.writes.fetch_add(1, Ordering::Relaxed);
             if self.pending_every != 0 && self.calls.is_multiple_of(self.pending_every) {
                 cx.waker().wake_by_ref();
                 return true;
@@ -382,6 +441,23 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_frames_of_one_send_go_out_in_one_write() {
+        let (sink, got) = Trickle::new(true, usize::MAX, 0);
+        let writes = sink.writes.clone();
+        let (out, writer) = Outbox::spawn(sink, 1 << 20);
+        let (frames, want) = frames();
+        let mut batch = frames[..100].to_vec();
+        let want = &want[..batch.iter().map(Bytes::len).sum::<usize>()];
+        assert!(out.send_all(&mut batch, true));
+        assert!(batch.is_empty());
+        // All of them before the writer task ran, in one call (the sink takes any amount).
+        assert_eq!(*got.lock().expect("lock"), want);
+        assert_eq!(writes.load(Ordering::Relaxed), 1);
+        drop(out);
+        writer.await.expect("task").expect("write");
+    }
+
+    #[tokio::test]
     async fn writes_in_place_and_queued_keep_every_byte_in_order() {
         // Partial writes and full pipes (Pending) both in place and in the writer task; the
         // writer sometimes runs between sends, sometimes not.
@@ -389,8 +465,18 @@ mod tests {
             let (sink, got) = Trickle::new(true, max, pending_every);
             let (out, writer) = Outbox::spawn(sink, 1 << 20);
             let (frames, want) = frames();
-            for (i, frame) in frames.into_iter().enumerate() {
-                assert!(out.send(frame));
+            // Alone and in batches of up to four; the writer task sometimes runs in between.
+            let mut frames = frames.into_iter();
+            for i in 0.. {
+                let mut batch: Vec<Bytes> = frames.by_ref().take(i % 4 + 1).collect();
+                if batch.is_empty() {
+                    break;
+                }
+                if batch.len() == 1 {
+                    assert!(out.send(batch.remove(0)));
+                } else {
+                    assert!(out.send_all(&mut batch, i % 5 != 0));
+                }
                 if i % 3 == 0 {
                     tokio::task::yield_now().await;
                 }

@@ -214,6 +214,7 @@ where
         out: Outputs {
             client: to_client,
             agent: to_agent,
+            more_read: false,
         },
         client_writer,
         agent_out,
@@ -436,7 +437,13 @@ impl<R: AsyncRead + Unpin> Relay<R> {
             tokio::select! {
                 frame = self.client_in.next(), if !self.client_eof && self.ending == Ending::Running && agent_room => {
                     match frame {
-                        Some(Ok(frame)) => self.shell.client_frame(frame, &self.out),
+                        Some(Ok(frame)) => {
+                            // More of the client's bytes are already read (a burst of answers):
+                            // what they make can leave with what this frame makes.
+                            self.out.more_read = !self.client_in.read_buffer().is_empty();
+                            self.shell.client_frame(frame, &self.out);
+                            self.out.more_read = false;
+                        }
                         Some(Err(e)) => {
                             tracing::warn!("reading from the {} failed: {e}", self.peer());
                             self.client_eof = true;
