@@ -5,8 +5,9 @@
 //! decides standalone or chain mode; standalone starts the agent), `Relay::pump` moves
 //! frames until one side ends, and `Relay::shut_down` stops the agent and says why the
 //! session ended. One task owns the `Shell` and selects over the client's and the agent's
-//! output; each writer is its own task behind an `Outbox` (which writes a frame in place while
-//! nothing is queued), and the agent's stderr and its exit are watched by tasks of their own.
+//! output; each writer is its own task behind an `Outbox` (small batches are written in place
+//! while nothing is queued), and the agent's stderr and its exit are watched by tasks of their
+//! own.
 //! A side is only read while the opposite outbox has room, so a slow reader slows its writer
 //! and nothing is dropped or buffered without bound.
 
