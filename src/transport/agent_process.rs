@@ -8,10 +8,12 @@
 //! (`PR_SET_PDEATHSIG`), and an [`agent_guardian`](super::agent_guardian) stops the whole
 //! group, SIGKILL included (on Windows a job object does; docs/platforms.md).
 
+use std::future::Future;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::sync::oneshot;
 
 use super::agent_guardian::Guardian;
 use super::relay::ShutdownConfig;
@@ -90,26 +92,77 @@ impl Agent {
 
 pub use crate::platform::{describe_status, group_alive, signal_group};
 
+/// What can be waited on for the agent's exit: its process, or an [`Exit`] watching it.
+pub trait WaitExit {
+    /// The exit status, once the process has exited and was reaped.
+    fn wait_exit(&mut self) -> impl Future<Output = std::io::Result<ExitStatus>> + Send + '_;
+}
+
+impl WaitExit for Child {
+    fn wait_exit(&mut self) -> impl Future<Output = std::io::Result<ExitStatus>> + Send + '_ {
+        self.wait()
+    }
+}
+
+/// The agent's exit, waited for by a task of its own. The relay's loop polls this receiver on
+/// every pass instead of the process itself: polling tokio's `Child::wait` there was a twelfth
+/// of a pure relay's work per round trip of a permission request.
+pub struct Exit {
+    rx: oneshot::Receiver<std::io::Result<ExitStatus>>,
+    /// Kept once received: a receiver gives its value only once.
+    status: Option<ExitStatus>,
+}
+
+impl Exit {
+    /// Watch `child` until it exits (it is reaped then).
+    pub fn watch(mut child: Child) -> Exit {
+        let (tx, rx) = oneshot::channel();
+        tokio::spawn(async move {
+            let _ = tx.send(child.wait().await);
+        });
+        Exit { rx, status: None }
+    }
+
+    async fn status(&mut self) -> std::io::Result<ExitStatus> {
+        if let Some(status) = self.status {
+            return Ok(status);
+        }
+        let status = (&mut self.rx).await.unwrap_or_else(|_| {
+            Err(std::io::Error::other(
+                "the agent's process is no longer watched",
+            ))
+        })?;
+        self.status = Some(status);
+        Ok(status)
+    }
+}
+
+impl WaitExit for Exit {
+    fn wait_exit(&mut self) -> impl Future<Output = std::io::Result<ExitStatus>> + Send + '_ {
+        self.status()
+    }
+}
+
 /// Wait for the child to exit; after `term_after` send SIGTERM to its group, after a further
 /// `kill_after` SIGKILL. Returns the child's exit status once reaped. Afterwards any process
 /// left in the group (grandchildren) is terminated the same way, so nothing is orphaned.
 pub async fn stop(
-    child: &mut Child,
+    child: &mut impl WaitExit,
     pgid: i32,
     term_after: Duration,
     kill_after: Duration,
 ) -> std::io::Result<ExitStatus> {
-    let status = match tokio::time::timeout(term_after, child.wait()).await {
+    let status = match tokio::time::timeout(term_after, child.wait_exit()).await {
         Ok(status) => status?,
         Err(_) => {
             tracing::debug!(pgid, "agent still running: SIGTERM to its process group");
             signal_group(pgid, crate::platform::SIGTERM);
-            match tokio::time::timeout(kill_after, child.wait()).await {
+            match tokio::time::timeout(kill_after, child.wait_exit()).await {
                 Ok(status) => status?,
                 Err(_) => {
                     tracing::warn!(pgid, "agent ignored SIGTERM: SIGKILL to its process group");
                     signal_group(pgid, crate::platform::SIGKILL);
-                    child.wait().await?
+                    child.wait_exit().await?
                 }
             }
         }

@@ -4,9 +4,12 @@
 //! A session is three steps, as in tokio's mini-redis: [`run`] starts it (the first frame
 //! decides standalone or chain mode; standalone starts the agent), `Relay::pump` moves
 //! frames until one side ends, and `Relay::shut_down` stops the agent and says why the
-//! session ended. One task owns the `Shell` and selects over every reader; each writer is its
-//! own task behind an `Outbox`. A side is only read while the opposite outbox has room,
-//! so a slow reader slows its writer and nothing is dropped or buffered without bound.
+//! session ended. One task owns the `Shell` and selects over the client's and the agent's
+//! output; each writer is its own task behind an `Outbox` (small batches are written in place
+//! while nothing is queued), and the agent's stderr and its exit are watched by tasks of their
+//! own.
+//! A side is only read while the opposite outbox has room, so a slow reader slows its writer
+//! and nothing is dropped or buffered without bound.
 
 use std::collections::VecDeque;
 use std::process::ExitStatus;
@@ -24,7 +27,7 @@ use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 
 use super::agent_guardian::Guardian;
-use super::agent_process::{self, Agent, SpawnError};
+use super::agent_process::{self, Agent, Exit, SpawnError};
 use super::agent_reader::{AgentOutput, Chunk};
 use super::framing::{Frame, LineCodec};
 use super::outbox::Outbox;
@@ -178,7 +181,12 @@ where
                 if demo_agent {
                     tracing::info!("no agent command given: using the built-in demo agent");
                 }
-                Some(start_agent(agent, &agent_command, max_frame_bytes)?)
+                Some(start_agent(
+                    agent,
+                    &agent_command,
+                    max_frame_bytes,
+                    shell.dump(),
+                )?)
             }
             Err(err) => {
                 let code = exit_code_for_spawn_error(&err);
@@ -207,6 +215,7 @@ where
         out: Outputs {
             client: to_client,
             agent: to_agent,
+            more_read: false,
         },
         client_writer,
         agent_out,
@@ -236,6 +245,7 @@ fn start_agent(
     agent: Agent,
     command: &[String],
     max_frame_bytes: usize,
+    dump: Option<Dump>,
 ) -> anyhow::Result<Started> {
     let Agent {
         process: handle,
@@ -252,7 +262,7 @@ fn start_agent(
         .context("cannot read the agent's stdout")?;
     let (stdin, stdin_writer) = Outbox::spawn(stdin, HIGH_WATER);
     let process = Process {
-        process: handle,
+        exit: Exit::watch(handle),
         pgid,
         guardian,
         stdin_writer,
@@ -263,18 +273,15 @@ fn start_agent(
     Ok(Started {
         stdin,
         output,
-        stderr: Stderr {
-            lines: FramedRead::new(stderr, LineCodec::new(64 * 1024)),
-            log: AgentLog::start(),
-            eof: false,
-        },
+        stderr: Stderr::pass_on(stderr, dump),
         process,
     })
 }
 
 /// The agent's process and where its stopping stands.
 struct Process {
-    process: tokio::process::Child,
+    /// Its exit, watched by a task of its own.
+    exit: Exit,
     /// Process group id (= the child's pid, since it leads its own group).
     pgid: i32,
     /// Stops the group should the proxy die; stood down once the proxy has stopped it.
@@ -317,11 +324,59 @@ async fn stop_signal(rx: &mut Option<oneshot::Receiver<i32>>) -> i32 {
     }
 }
 
-/// The agent's stderr as lines, passed on by [`AgentLog`].
+/// The agent's stderr, passed on line by line by a task of its own (an [`AgentLog`]), so the
+/// relay's loop does not poll it on every pass.
 struct Stderr {
-    lines: FramedRead<ChildStderr, LineCodec>,
-    log: AgentLog,
-    eof: bool,
+    /// Tells the task to stop by this time (lines still arriving are passed on until then).
+    stop: oneshot::Sender<Instant>,
+    /// The task; gives back the last lines.
+    task: JoinHandle<VecDeque<String>>,
+}
+
+impl Stderr {
+    fn pass_on(stderr: ChildStderr, dump: Option<Dump>) -> Stderr {
+        let (stop, until) = oneshot::channel();
+        let lines = FramedRead::new(stderr, LineCodec::new(64 * 1024));
+        let task = tokio::spawn(pass_on_stderr(lines, AgentLog::start(), dump, until));
+        Stderr { stop, task }
+    }
+
+    /// What the agent wrote before it went, briefly; then the last lines.
+    async fn finish(self) -> VecDeque<String> {
+        let _ = self.stop.send(Instant::now() + Duration::from_millis(500));
+        self.task.await.unwrap_or_default()
+    }
+}
+
+/// Pass the agent's stderr on until it ends, or until the time `until` gives; then write out
+/// what is queued (briefly) and hand back the last lines.
+async fn pass_on_stderr(
+    mut lines: FramedRead<ChildStderr, LineCodec>,
+    mut log: AgentLog,
+    dump: Option<Dump>,
+    mut until: oneshot::Receiver<Instant>,
+) -> VecDeque<String> {
+    let mut deadline = None;
+    loop {
+        let line = match deadline {
+            None => tokio::select! {
+                line = lines.next() => line,
+                at = &mut until => {
+                    deadline = Some(at.unwrap_or_else(|_| Instant::now()));
+                    continue;
+                }
+            },
+            Some(at) => match tokio::time::timeout_at(at, lines.next()).await {
+                Ok(line) => line,
+                Err(_) => break,
+            },
+        };
+        match line {
+            Some(Ok(frame)) => log.line(frame.bytes(), dump.as_ref()),
+            _ => break,
+        }
+    }
+    log.finish().await
 }
 
 /// One session, from the first frame on.
@@ -335,6 +390,7 @@ struct Relay<R> {
     /// The agent's stdout (none in chain mode).
     agent_out: Option<AgentOutput>,
     agent_eof: bool,
+    /// The agent's stderr, passed on (none in chain mode).
     stderr: Option<Stderr>,
     process: Option<Process>,
     shutdown: ShutdownConfig,
@@ -369,7 +425,6 @@ impl<R: AsyncRead + Unpin> Relay<R> {
             let agent_room = gate.is_none_or(Outbox::has_room);
             let client_room = self.out.client.has_room();
             let reading_agent = self.agent_out.is_some() && !self.agent_eof && client_room;
-            let stderr_open = self.stderr.as_ref().is_some_and(|s| !s.eof);
             let waiting = self
                 .process
                 .as_ref()
@@ -383,7 +438,13 @@ impl<R: AsyncRead + Unpin> Relay<R> {
             tokio::select! {
                 frame = self.client_in.next(), if !self.client_eof && self.ending == Ending::Running && agent_room => {
                     match frame {
-                        Some(Ok(frame)) => self.shell.client_frame(frame, &self.out),
+                        Some(Ok(frame)) => {
+                            // More of the client's bytes are already read (a burst of answers):
+                            // what they make can leave with what this frame makes.
+                            self.out.more_read = !self.client_in.read_buffer().is_empty();
+                            self.shell.client_frame(frame, &self.out);
+                            self.out.more_read = false;
+                        }
                         Some(Err(e)) => {
                             tracing::warn!("reading from the {} failed: {e}", self.peer());
                             self.client_eof = true;
@@ -416,14 +477,6 @@ impl<R: AsyncRead + Unpin> Relay<R> {
                     }
                 }
                 _ = self.out.client.room(), if !client_room => {}
-                line = next_stderr_line(&mut self.stderr), if stderr_open => {
-                    if let Some(stderr) = &mut self.stderr {
-                        match line {
-                            Some(Ok(frame)) => stderr.log.line(frame.bytes(), &self.shell),
-                            _ => stderr.eof = true,
-                        }
-                    }
-                }
                 status = wait(&mut self.process), if waiting => {
                     let status = status?;
                     tracing::debug!(status = %agent_process::describe_status(&status), "agent process exited");
@@ -512,7 +565,7 @@ impl<R: AsyncRead + Unpin> Relay<R> {
                         .map(|(t, _)| t.saturating_duration_since(Instant::now()))
                         .unwrap_or_default(),
                 };
-                agent_process::stop(&mut p.process, p.pgid, grace, term_grace).await?
+                agent_process::stop(&mut p.exit, p.pgid, grace, term_grace).await?
             }
         };
         // The group is stopped: the guardian has nothing left to do.
@@ -521,12 +574,7 @@ impl<R: AsyncRead + Unpin> Relay<R> {
         }
         let _ = p.stdin_writer.await;
         let stderr_tail = match self.stderr.take() {
-            Some(mut stderr) => {
-                if !stderr.eof {
-                    drain_stderr(&mut stderr, &self.shell).await;
-                }
-                stderr.log.finish().await
-            }
+            Some(stderr) => stderr.finish().await,
             None => VecDeque::new(),
         };
         Ok(match self.ending {
@@ -562,16 +610,10 @@ async fn next_chunk(output: &mut Option<AgentOutput>) -> Option<std::io::Result<
     }
 }
 
-async fn next_stderr_line(stderr: &mut Option<Stderr>) -> Option<std::io::Result<Frame>> {
-    match stderr {
-        Some(s) => s.lines.next().await,
-        None => std::future::pending().await,
-    }
-}
-
 async fn wait(process: &mut Option<Process>) -> std::io::Result<ExitStatus> {
+    use agent_process::WaitExit;
     match process {
-        Some(p) => p.process.wait().await,
+        Some(p) => p.exit.wait_exit().await,
         None => std::future::pending().await,
     }
 }
@@ -597,13 +639,15 @@ impl AgentLog {
         }
     }
 
-    fn line(&mut self, bytes: &Bytes, shell: &Shell) {
+    fn line(&mut self, bytes: &Bytes, dump: Option<&Dump>) {
         if self.out.has_room() {
             self.out.send(bytes.clone());
         } else {
             self.dropped += 1;
         }
-        shell.record(Direction::AgentStderr, bytes);
+        if let Some(d) = dump {
+            d.frame(Direction::AgentStderr, bytes);
+        }
         let line = String::from_utf8_lossy(line_body(bytes)).trim().to_owned();
         if !line.is_empty() {
             if self.tail.len() == STDERR_TAIL {
@@ -621,14 +665,6 @@ impl AgentLog {
         drop(self.out);
         let _ = tokio::time::timeout(Duration::from_secs(1), self.writer).await;
         self.tail
-    }
-}
-
-/// What the agent wrote to stderr before it went, briefly.
-async fn drain_stderr(stderr: &mut Stderr, shell: &Shell) {
-    let deadline = Instant::now() + Duration::from_millis(500);
-    while let Ok(Some(Ok(frame))) = tokio::time::timeout_at(deadline, stderr.lines.next()).await {
-        stderr.log.line(frame.bytes(), shell);
     }
 }
 

@@ -32,22 +32,38 @@ enum Dest {
 pub(crate) struct Outputs {
     pub(crate) client: Outbox,
     pub(crate) agent: Option<Outbox>,
+    /// More input is read but not yet handled: frames are queued rather than written in place,
+    /// so the writer task sends them with the next ones in one write.
+    pub(crate) more_read: bool,
 }
 
 impl Outputs {
-    fn send(&self, dest: Dest, bytes: Bytes) {
-        match dest {
-            Dest::Client => {
-                self.client.send(bytes);
-            }
-            Dest::Agent => match &self.agent {
+    /// Hand each peer the frames staged for it, together (one write while its queue is empty).
+    fn send(&self, staged: &mut Staged) {
+        let in_place = !self.more_read;
+        if !staged.client.is_empty() {
+            self.client.send_all(&mut staged.client, in_place);
+        }
+        if !staged.agent.is_empty() {
+            match &self.agent {
                 Some(agent) => {
-                    agent.send(bytes);
+                    agent.send_all(&mut staged.agent, in_place);
                 }
-                None => tracing::debug!("agent stdin closed: dropping a frame for the agent"),
-            },
+                None => {
+                    tracing::debug!("agent stdin closed: dropping frames for the agent");
+                    staged.agent.clear();
+                }
+            }
         }
     }
+}
+
+/// The frames one call into the engine made for each peer, in order, handed over at its end;
+/// kept to reuse their capacity.
+#[derive(Default)]
+struct Staged {
+    client: Vec<Bytes>,
+    agent: Vec<Bytes>,
 }
 
 /// How the client's connection relates to the engine's two sides.
@@ -63,6 +79,8 @@ pub(crate) struct Shell {
     engine: Engine,
     /// The engine's output, carried out in order; kept to reuse its capacity.
     actions: Vec<Action>,
+    /// Frames for the peers from the actions carried out, not yet handed to their outboxes.
+    staged: Staged,
     dump: Option<Dump>,
     /// Durable child transcripts (none in a pure relay).
     store: Option<Store>,
@@ -91,6 +109,7 @@ impl Shell {
         Shell {
             engine,
             actions: Vec::new(),
+            staged: Staged::default(),
             dump,
             store,
             clock: Instant::now(),
@@ -150,6 +169,11 @@ impl Shell {
     /// Whether the engine reads new tool calls now (a hint for the reader thread).
     pub(crate) fn reads_new_tool_calls(&self) -> bool {
         self.engine.reads_new_tool_calls()
+    }
+
+    /// The dump, for what is recorded off the relay's task (the agent's stderr).
+    pub(crate) fn dump(&self) -> Option<Dump> {
+        self.dump.clone()
     }
 
     /// Record a frame in the dump.
@@ -334,24 +358,26 @@ impl Shell {
         )
     }
 
-    /// Carry out the engine's actions in order.
+    /// Carry out the engine's actions in order; the frames they make leave together at the
+    /// end, each peer's in one write while its queue is empty.
     fn flush(&mut self, now: Millis, out: &Outputs) {
         // Taken out and put back, so the vector keeps its capacity.
         let mut actions = std::mem::take(&mut self.actions);
-        self.execute(now, &mut actions, out);
+        self.execute(now, &mut actions);
         self.actions = actions;
+        out.send(&mut self.staged);
     }
 
     /// Store look-ups are answered right here: they feed the engine before the next action
     /// runs, so a parent load reaches the agent only after its children were restored.
-    fn execute(&mut self, now: Millis, actions: &mut Vec<Action>, out: &Outputs) {
+    fn execute(&mut self, now: Millis, actions: &mut Vec<Action>) {
         let mut list = std::mem::take(actions);
         let mut queue = list.drain(..);
         while let Some(action) = queue.next() {
             match action {
                 Action::ToClient(bytes) => {
                     self.record(Direction::ProxyToClient, &bytes);
-                    self.send(Dest::Client, bytes, out);
+                    self.send(Dest::Client, bytes);
                 }
                 Action::Untouched(bytes) => {
                     if self.dump.is_some() {
@@ -362,12 +388,12 @@ impl Shell {
                             self.record(Direction::ProxyToClient, &line);
                         }
                     }
-                    self.send(Dest::Client, bytes, out);
+                    self.send(Dest::Client, bytes);
                 }
                 Action::Read(line) => self.record_agent_line(&line),
                 Action::ToAgent(bytes) => {
                     self.record(Direction::ProxyToAgent, &bytes);
-                    self.send(Dest::Agent, bytes, out);
+                    self.send(Dest::Agent, bytes);
                 }
                 Action::Note(note) => {
                     match note.level {
@@ -423,7 +449,7 @@ impl Shell {
                     // What the answer produced goes before the actions after it (rare: a
                     // child load; the rest is carried out in one more call).
                     more.extend(queue.by_ref());
-                    self.execute(now, &mut more, out);
+                    self.execute(now, &mut more);
                     break;
                 }
             }
@@ -433,15 +459,18 @@ impl Shell {
         *actions = list;
     }
 
-    /// A frame leaves: as it is, or wrapped for the conductor in chain mode.
-    fn send(&mut self, dest: Dest, bytes: Bytes, out: &Outputs) {
+    /// A frame leaves (staged until the actions are carried out): as it is, or wrapped for
+    /// the conductor in chain mode.
+    fn send(&mut self, dest: Dest, bytes: Bytes) {
+        let staged = &mut self.staged;
         match (&mut self.link, dest) {
-            (Link::Direct, _) => out.send(dest, bytes),
+            (Link::Direct, Dest::Client) => staged.client.push(bytes),
+            (Link::Direct, Dest::Agent) => staged.agent.push(bytes),
             (Link::Chained(chain), Dest::Client) => {
-                out.send(Dest::Client, chain.wrap_for_predecessor(bytes))
+                staged.client.push(chain.wrap_for_predecessor(bytes))
             }
             (Link::Chained(chain), Dest::Agent) => {
-                out.send(Dest::Client, chain.wrap_for_successor(bytes))
+                staged.client.push(chain.wrap_for_successor(bytes))
             }
         }
     }

@@ -104,7 +104,7 @@ pub(super) fn parse_with<'a>(
     }
     // serde_json skips the values of keys it is not asked for without checking their UTF-8:
     // check the whole line, or a frame with invalid bytes in such a key passes as a message.
-    let Ok(text) = std::str::from_utf8(body) else {
+    let Some(text) = super::skip::utf8(body) else {
         return (Parsed::NotJsonRpc, false);
     };
     if let Some(env) = walk(text, read_params) {

@@ -18,7 +18,7 @@ pub mod pointer;
 pub mod read_ahead;
 pub mod request_view;
 pub mod sieve;
-#[allow(unsafe_code)] // SSE2 intrinsics for the string scan
+#[allow(unsafe_code)] // SSE2 and AVX2 intrinsics for the string scan
 mod skip;
 pub mod update_view;
 pub mod write;

@@ -152,8 +152,7 @@ impl Scanner {
             && found.has(wanted)
             && keys::has(&keys::SESSION_UPDATE, frame);
         let update = if read_ahead {
-            let parsed = std::str::from_utf8(line_body(frame))
-                .ok()
+            let parsed = super::skip::utf8(line_body(frame))
                 .and_then(|text| UpdateFrame::parse(text).map(|f| UpdateSpans::of(&f, text)));
             match parsed {
                 Some(spans) => Pre::Parsed(spans),

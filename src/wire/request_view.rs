@@ -47,8 +47,7 @@ impl<'a> RequestView<'a> {
     /// Read a frame's line body: with the walk, else with serde_json. `None`: not a request
     /// object these fields can be read from (serde_json refuses it).
     pub fn read(body: &'a [u8]) -> Option<RequestView<'a>> {
-        std::str::from_utf8(body)
-            .ok()
+        super::skip::utf8(body)
             .and_then(RequestView::walk)
             .or_else(|| RequestView::by_serde(body))
     }

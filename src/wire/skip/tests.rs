@@ -18,6 +18,12 @@ fn end_in(lead: usize, body: &[u8], trail: usize) -> Option<usize> {
         scalar_string_end(&input, start),
         "block and scalar scans agree"
     );
+    #[cfg(target_arch = "x86_64")]
+    if avx2::available() {
+        // SAFETY: the CPU has AVX2.
+        let wide = unsafe { avx2::scan(&input, start) };
+        assert_eq!(wide, sse2::scan(&input, start), "AVX2 and SSE2 scans agree");
+    }
     got.map(|end| end - start)
 }
 
@@ -506,4 +512,36 @@ pub(crate) fn json_value() -> impl Strategy<Value = serde_json::Value> {
                 .prop_map(|members| Value::Object(members.into_iter().collect())),
         ]
     })
+}
+
+/// The ASCII fast path and std's validation agree, wherever a non-ASCII byte or a cut
+/// character falls relative to the 128-byte chunks and the tail.
+#[test]
+fn text_is_utf8_exactly_when_std_says_so() {
+    for len in [0, 1, 31, 32, 127, 128, 129, 255, 256, 300] {
+        let ascii = vec![b'a'; len];
+        assert_eq!(utf8(&ascii), std::str::from_utf8(&ascii).ok());
+        for at in [0, 1, 31, 32, 64, 96, 127, 128, 200, 299] {
+            if at >= len {
+                continue;
+            }
+            for odd in [&[0xc3, 0xa9][..], &[0xc3], &[0xff], &[0x80], &[0xe2, 0x82]] {
+                let mut bytes = ascii.clone();
+                let end = (at + odd.len()).min(len);
+                bytes[at..end].copy_from_slice(&odd[..end - at]);
+                assert_eq!(
+                    utf8(&bytes),
+                    std::str::from_utf8(&bytes).ok(),
+                    "len {len}, {odd:?} at {at}"
+                );
+            }
+        }
+    }
+}
+
+proptest! {
+    #[test]
+    fn any_bytes_are_text_exactly_when_std_says_so(bytes in tricky_bytes()) {
+        prop_assert_eq!(utf8(&bytes), std::str::from_utf8(&bytes).ok());
+    }
 }
