@@ -449,13 +449,14 @@ pub(crate) const EXPECT: &[Expect] = &[
         card_title: "Survey text files ({tag})",
         title_max_chars: 0,
         tool_name: "Agent",
-        // Kimi's ACP layer drops the child's events: the thread holds the task and the answer
-        // (the spawn's result). A background child's end is a notice in a later user turn,
-        // naming Kimi's task id, not the spawn: its card stays open.
-        child_tools_in: &[],
-        child_answer_in: &["one", "two"],
+        // Kimi's ACP layer drops the child's events; the proxy reads them from Kimi's record
+        // of the child (`subagents/<agent_id>/wire.jsonl`): its words, tool calls and answer
+        // when the spawn completes, and a background child's end (on the wire it is a notice
+        // in a later user turn naming Kimi's task id, not the spawn).
+        child_tools_in: &["one", "two", "background"],
+        child_answer_in: &["one", "two", "background"],
         background_followup: false,
-        background_open: true,
+        background_open: false,
         child_event_keys: &[],
         sibling_calls: "",
         known_bugs: &[],

@@ -10,7 +10,9 @@ use acp_proxy::subagents::preset::spec::ChildRecord;
 use acp_proxy::subagents::records::{self, Record, RecordWatch};
 use serde_json::Value;
 
-use crate::support::engine::{entry_lines, Harness};
+use crate::support::engine::{
+    dump_fixture, entry_lines, play as play_dump, zed_config, Harness, StoreModel,
+};
 use crate::support::zed_model::ZedRules;
 
 const AGENT_ID: &str = "ac27ffe934379da0d";
@@ -232,4 +234,84 @@ fn clines_parallel_child_gets_its_work_from_clines_record() {
             "agent:SUB-ANSWER alpha: the project holds a.txt, b.txt.".to_owned()
         ]
     );
+}
+
+/// Kimi 1.51.0 runs each child inside its `Agent` tool and puts none of its work on the wire;
+/// the spawn's result names the child (`agent_id: …`), whose own wire Kimi keeps in
+/// `subagents/<agent_id>/wire.jsonl`. When the spawn completes, its answer waits for that
+/// record (`child_record = "kimi"`), whose run goes in its place: the child's words, its tool
+/// call with its result, Kimi's ask for a fuller answer and the answer. The frames are the
+/// kit's `two` run; the record is alpha's of a later run of the same kit.
+#[test]
+fn kimis_child_gets_its_work_from_kimis_record() {
+    const TASK: &str = "SUBAGENT:alpha list the text files in the project and report what you find";
+    const ANSWER: &str = "agent:SUB-ANSWER alpha: the project holds a.txt, b.txt.";
+    let frames = dump_fixture("e2e/kimi-1.51.0-two-live.dump.jsonl");
+    let run = |read_alpha: bool| {
+        let mut h = Harness::with_store(zed_config(), StoreModel::default());
+        play_dump(&mut h, &frames);
+        let mut watches = h.records.clone();
+        watches.sort_by_key(|w| w.agent_id.clone());
+        let got: Vec<(&str, ChildRecord, Option<&str>)> = watches
+            .iter()
+            .map(|w| (w.agent_id.as_str(), w.format, w.task.as_deref()))
+            .collect();
+        let beta = TASK.replace("alpha", "beta");
+        assert_eq!(
+            got,
+            [
+                ("a5f66423b", ChildRecord::Kimi, Some(beta.as_str())),
+                ("a73d69b0c", ChildRecord::Kimi, Some(TASK)),
+            ],
+            "each child's record, by Kimi's id of it"
+        );
+        let (beta, alpha) = (watches[0].clone(), watches[1].clone());
+        // Until the record comes, the thread holds the task only (the answer waits).
+        assert_eq!(child_thread(&mut h, &alpha.child), [format!("user:{TASK}")]);
+        let record = if read_alpha {
+            records::parse(
+                &alpha,
+                fixture("kimi-1.51.0-two.agent-alpha.wire.jsonl").as_bytes(),
+            )
+        } else {
+            Record::default()
+        };
+        h.record_read(&alpha.child, record);
+        // Beta's record is not found: the answer its spawn gave.
+        h.record_read(&beta.child, Record::default());
+        let beta_thread = child_thread(&mut h, &beta.child);
+        assert_eq!(beta_thread.len(), 2, "{beta_thread:?}");
+        assert!(beta_thread[1].starts_with("agent:SUB-ANSWER beta"));
+        h.assert_zed_clean();
+        let card = h
+            .zed
+            .threads
+            .values()
+            .flat_map(|t| t.cards())
+            .find(|c| {
+                c.subagent
+                    .as_ref()
+                    .is_some_and(|i| i.session_id == alpha.child)
+            })
+            .map(|c| (c.status.clone(), c.subagent.as_ref().and_then(|i| i.end)))
+            .expect("alpha's card");
+        (child_thread(&mut h, &alpha.child), card)
+    };
+    let (thread, card) = run(true);
+    assert_eq!(
+        thread,
+        [
+            format!("user:{TASK}"),
+            "agent:Subagent alpha looking around.".to_owned(),
+            "tool:a73d69b0c-1/call_0004:completed".to_owned(),
+            ANSWER.to_owned(),
+            "user:Your previous response was too brief. Please provide a more comprehensive summary that includes:\n\n1. Specific technical details and implementations\n2. Detailed findings and analysis\n3. All important information that the parent agent should know".to_owned(),
+            ANSWER.to_owned(),
+        ]
+    );
+    assert_eq!(card, ("completed".to_owned(), Some(5)));
+    // No record in time: the answer the spawn gave.
+    let (thread, card) = run(false);
+    assert_eq!(thread, [format!("user:{TASK}"), ANSWER.to_owned()]);
+    assert_eq!(card, ("completed".to_owned(), Some(1)));
 }

@@ -7,6 +7,8 @@
 //!
 //! The frames: `tests/fixtures/e2e/kimi-1.51.0-two-{live,reopen}.dump.jsonl`.
 
+use acp_proxy::subagents::records::{self, Record};
+
 use crate::support::engine::{
     assert_task_then_answer, dump_fixture, entry_lines, play, zed_config, Harness, StoreModel,
 };
@@ -44,12 +46,16 @@ fn a_spawn_replayed_under_a_new_id_opens_the_stored_child_its_agent_id_names() {
         &mut live,
         &dump_fixture("e2e/kimi-1.51.0-two-live.dump.jsonl"),
     );
+    read_records(&mut live);
     let (parent, live_cards) = cards(&live);
     assert_eq!(live_cards.len(), 2);
     let mut live_threads = Vec::new();
     for (_, child) in &live_cards {
         let lines = thread_of(&mut live, child);
         assert_task_then_answer(&lines);
+        let tools = lines.iter().filter(|l| l.starts_with("tool:")).count();
+        let alpha = lines[0].contains("alpha");
+        assert_eq!(tools, usize::from(alpha), "{lines:?}");
         // Kimi's agent id is stored with the child.
         let stored = store.child(child).expect("stored");
         assert!(
@@ -91,19 +97,49 @@ fn a_spawn_replayed_under_a_new_id_opens_the_stored_child_its_agent_id_names() {
         h.notes
     );
     assert!(h.zed.rejected.is_empty(), "{:?}", h.zed.rejected);
+    assert!(
+        h.records.is_empty(),
+        "a stored child's record is not read again"
+    );
 
     // Without the store nothing is held: the replayed spawns are new children, with the task
-    // and the answer from the replay.
+    // and the answer from the replay, and what Kimi's record of each adds (its `agent_id` is
+    // the replay's too).
     let mut blind = Harness::with_store(zed_config(), StoreModel::default());
     play(
         &mut blind,
         &dump_fixture("e2e/kimi-1.51.0-two-reopen.dump.jsonl"),
     );
+    read_records(&mut blind);
     let (_, fresh) = cards(&blind);
     assert_eq!(fresh.len(), 2);
+    let mut fresh_threads = Vec::new();
     for (_, child) in &fresh {
         assert!(!live_cards.iter().any(|(_, c)| c == child));
         let lines = thread_of(&mut blind, child);
         assert_task_then_answer(&lines);
+        fresh_threads.push(lines);
+    }
+    fresh_threads.sort();
+    live_threads.sort();
+    assert_eq!(fresh_threads, live_threads);
+}
+
+/// Kimi's record of alpha (`child_record = "kimi"`) fills alpha's thread; beta's is not found
+/// (the answer its spawn gave).
+fn read_records(h: &mut Harness) {
+    let alpha_record = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/e2e/kimi-1.51.0-two.agent-alpha.wire.jsonl"),
+    )
+    .expect("the record fixture");
+    for watch in h.records.clone() {
+        let alpha = watch.task.as_deref().is_some_and(|t| t.contains("alpha"));
+        let record = if alpha {
+            records::parse(&watch, &alpha_record)
+        } else {
+            Record::default()
+        };
+        h.record_read(&watch.child, record);
     }
 }

@@ -520,6 +520,10 @@ impl Preset {
             self.child_record == ChildRecord::Copilot,
             "child record (Copilot's session log: the child ids of spawns)",
         );
+        add(
+            self.child_record == ChildRecord::Kimi,
+            "child record (Kimi's subagent wire)",
+        );
         add(!self.background.is_empty(), "background launches");
         add(self.follow_background, "background children followed live");
         add(

@@ -285,6 +285,10 @@ pub enum ChildRecord {
     /// home (`COPILOT_HOME`, else `~/.copilot`): its `subagent.started` line ties the spawn's
     /// tool call id to the agent's own id of the child (`child_ref`); nothing else is read.
     Copilot,
+    /// Kimi Code CLI's `sessions/<hash>/<session>/subagents/<agent id>/wire.jsonl` under its
+    /// share folder (`KIMI_SHARE_DIR`, else `~/.kimi`): the child's own wire; its run is the
+    /// one of the child's task.
+    Kimi,
 }
 
 /// How the proxy finds a child in its agent's record.
@@ -306,6 +310,7 @@ impl ChildRecord {
             ChildRecord::ClaudeCode => Some(RecordKey::AgentId),
             ChildRecord::Cline => Some(RecordKey::Task),
             ChildRecord::Copilot => Some(RecordKey::Spawn),
+            ChildRecord::Kimi => Some(RecordKey::AgentId),
         }
     }
 

@@ -11,6 +11,7 @@ mod blocks;
 pub mod claude;
 pub mod cline;
 pub mod copilot;
+pub mod kimi;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -91,6 +92,7 @@ pub fn locate(watch: &RecordWatch, env: &dyn Fn(&str) -> Option<OsString>) -> Op
         ChildRecord::ClaudeCode => claude::locate(watch.session.as_str(), &watch.agent_id, env),
         ChildRecord::Cline => cline::locate(watch.session.as_str(), env),
         ChildRecord::Copilot => copilot::locate(watch.session.as_str(), env),
+        ChildRecord::Kimi => kimi::locate(watch.session.as_str(), &watch.agent_id, env),
     }
 }
 
@@ -104,6 +106,7 @@ pub fn parse(watch: &RecordWatch, bytes: &[u8]) -> Record {
             None => Record::default(),
         },
         ChildRecord::Copilot => copilot::parse(&watch.spawn, bytes),
+        ChildRecord::Kimi => kimi::parse(&watch.agent_id, watch.task.as_deref(), bytes),
     }
 }
 
