@@ -88,9 +88,16 @@ impl Engine {
         if !self.zed() || !found.has(kind::TOOL_CALL) {
             return true;
         }
-        !found.has(kind::NEW_TOOL_CALL)
-            && keys::tool_call_ids(frame)
-                .all(|id| id.is_some_and(|id| self.thread_tools.contains(id)))
+        if found.has(kind::NEW_TOOL_CALL) {
+            return false;
+        }
+        let known = |id: Option<&str>| id.is_some_and(|id| self.thread_tools.contains(id));
+        if !found.has(kind::TOOL_CALL_IDS) {
+            // The key search counted one `"toolCallId"` (or none): the first search finds it,
+            // near the frame's start, instead of a search through the whole frame for more.
+            return keys::first_tool_call_id(frame).is_none_or(known);
+        }
+        keys::tool_call_ids(frame).all(known)
     }
 
     /// A frame on its way into a top-level thread as the agent sent it: a tool call frame Zed

@@ -396,7 +396,7 @@ impl Store {
     }
 
     fn send(&self, tx: &SyncSender<Msg>, op: StoreOp, bytes: usize) {
-        match tx.try_send(Msg::Op(Box::new(op))) {
+        match tx.try_send(Msg::write(op)) {
             Ok(()) => {
                 if self.inner.queue_full.load(Ordering::Relaxed) {
                     self.inner.queue_full.store(false, Ordering::Relaxed);

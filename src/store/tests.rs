@@ -336,6 +336,18 @@ fn a_queue_slot_stays_small() {
 }
 
 #[test]
+fn an_update_is_queued_without_a_box() {
+    // The writer frees what it takes off the queue: an update (nearly every write) must
+    // leave nothing for it to free that the relay's thread allocated.
+    assert!(matches!(Msg::write(append("c", "u")), Msg::Append(..)));
+    let state = StoreOp::SetState {
+        child_id: ChildId::known("c".into()),
+        state: ChildState::Running,
+    };
+    assert!(matches!(Msg::write(state), Msg::Op(_)));
+}
+
+#[test]
 fn writes_before_upsert_land_in_a_placeholder_that_upsert_completes() {
     let store = Store::open(&memory_cfg()).expect("open");
     store.submit(append("early", "{}"));

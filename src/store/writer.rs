@@ -22,6 +22,7 @@ use super::{
     encode_turns, is_busy, lock, open_memory, retention, unix_now, PruneReport, Shared, SharedConn,
     StoreConfig, StoreError, StoreLocation, StoreOp,
 };
+use crate::subagents::ids::ChildId;
 
 /// How often retention runs in the background.
 const RETENTION_INTERVAL: Duration = Duration::from_secs(3600);
@@ -37,8 +38,14 @@ const COMMIT_INTERVAL: Duration = Duration::from_millis(2);
 const BUSY_ATTEMPTS: u32 = 3;
 
 pub(super) enum Msg {
-    /// Boxed: the queue's slots are allocated and touched up front (`queue_ops` of them), and
-    /// a child's row (the largest op) would make each of them 190 bytes instead of 56.
+    /// A child's update, nearly every write: not boxed, so that taking it frees nothing. A
+    /// box is allocated on the relay's thread, and glibc frees a chunk of another thread's
+    /// arena under that arena's lock, which the relay's thread takes in nearly every call it
+    /// makes: the writer waited for it hundreds of times a run, each a sleep and a wake-up.
+    Append(ChildId, Arc<str>),
+    /// Any other write. Boxed: the queue's slots are allocated and touched up front
+    /// (`queue_ops` of them), and a child's row (the largest op) would make each of them 190
+    /// bytes instead of 48.
     Op(Box<StoreOp>),
     Flush(SyncSender<Result<(), StoreError>>),
     Prune {
@@ -51,6 +58,16 @@ pub(super) enum Msg {
     /// Tests: make transcript-file writes fail as on a full disk.
     #[cfg(test)]
     FailLogs(SyncSender<Result<(), StoreError>>),
+}
+
+impl Msg {
+    /// A write as the queue carries it.
+    pub(super) fn write(op: StoreOp) -> Msg {
+        match op {
+            StoreOp::AppendUpdate { child_id, update } => Msg::Append(child_id, update),
+            other => Msg::Op(Box::new(other)),
+        }
+    }
 }
 
 /// Why a batch failed.
@@ -166,6 +183,7 @@ impl Writer {
     /// queued, so the answer sees it).
     fn take(&mut self, msg: Msg, ops: &mut Vec<StoreOp>) {
         match msg {
+            Msg::Append(child_id, update) => ops.push(StoreOp::AppendUpdate { child_id, update }),
             Msg::Op(op) => ops.push(*op),
             Msg::Flush(reply) => {
                 self.commit(ops);

@@ -66,6 +66,10 @@ pub mod kind {
     pub const END: u16 = 1 << 8;
     /// A preset's sibling marker: maybe a call beside a spawn carrying a child's work.
     pub const SIBLING: u16 = 1 << 9;
+    /// `"toolCallId"`: the frame names a tool call.
+    pub const TOOL_CALL_ID: u16 = 1 << 10;
+    /// `"toolCallId"` more than once: its first is not surely the update's own.
+    pub const TOOL_CALL_IDS: u16 = 1 << 11;
 }
 
 /// What one pass over a frame found: the [`kind`] bits of every key that occurs in it.
@@ -87,6 +91,7 @@ impl Found {
 }
 
 const TOOL_CALL_PREFIX: &str = "\"tool_call";
+const TOOL_CALL_ID: &str = "\"toolCallId\"";
 
 /// Every string the engine's byte tests look for, found in one pass over the frame (Teddy,
 /// a SIMD multi-pattern search, where the CPU has it), however many presets there are, instead
@@ -127,6 +132,7 @@ impl KeySet {
         let mut add = |p: &str, k: u16| *patterns.entry(p.to_owned()).or_default() |= k;
         add("\"id\"", kind::ID);
         add(TOOL_CALL_PREFIX, kind::TOOL_CALL);
+        add(TOOL_CALL_ID, kind::TOOL_CALL_ID);
         add("subagent", kind::SUBAGENT);
         add("session_message", kind::SESSION_MESSAGE);
         for m in parent_markers {
@@ -204,7 +210,13 @@ impl KeySet {
                 break;
             };
             let pattern = m.pattern().as_usize();
-            found |= self.kinds[pattern];
+            let kinds = self.kinds[pattern];
+            if kinds & found & kind::TOOL_CALL_ID != 0 {
+                // Counted once per match: a pattern that holds `"toolCallId"` and a match of
+                // it starting later may count one twice, which only costs a search.
+                found |= kind::TOOL_CALL_IDS;
+            }
+            found |= kinds;
             if Some(pattern) == self.tool_call && hay.get(m.end()) == Some(&b'"') {
                 found |= kind::NEW_TOOL_CALL;
             }
@@ -228,6 +240,12 @@ pub fn string_after_key_bytes(rest: &[u8]) -> Option<&[u8]> {
     let end = memchr::memchr(b'"', rest)?;
     let value = &rest[..end];
     memchr::memchr(b'\\', value).is_none().then_some(value)
+}
+
+/// The first `"toolCallId"` value in a raw frame, as [`tool_call_ids`] reads it; `None` when
+/// there is none.
+pub fn first_tool_call_id(raw: &[u8]) -> Option<Option<&str>> {
+    tool_call_ids(raw).next()
 }
 
 /// Every `"toolCallId"` value in a raw frame, in order: `Some(id)`, or `None` for one that
@@ -284,6 +302,24 @@ mod tests {
         ] {
             assert!(!names_no_method(frame.as_bytes()), "{frame}");
         }
+    }
+
+    #[test]
+    fn the_key_search_tells_one_tool_call_id_from_several() {
+        let s = KeySet::new::<&str>(&[], &[], &[], &[]);
+        let one = s.scan(
+            br#"{"sessionUpdate":"tool_call_update","toolCallId":"a","content":"{\"toolCallId\":1}"}"#,
+        );
+        assert!(one.has(kind::TOOL_CALL_ID) && !one.has(kind::TOOL_CALL_IDS));
+        assert_eq!(
+            first_tool_call_id(br#"{"toolCallId":"a","x":1}"#),
+            Some(Some("a"))
+        );
+        let two = s.scan(br#"{"toolCallId":"a","rawOutput":{"toolCallId":"b"}}"#);
+        assert!(two.has(kind::TOOL_CALL_IDS));
+        let none = s.scan(br#"{"sessionUpdate":"tool_call_update"}"#);
+        assert!(!none.has(kind::TOOL_CALL_ID));
+        assert_eq!(first_tool_call_id(b"{}"), None);
     }
 
     #[test]

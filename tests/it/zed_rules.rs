@@ -162,6 +162,30 @@ fn an_update_before_its_tool_call_becomes_the_tool_call() {
 }
 
 #[test]
+fn an_update_is_judged_by_its_own_id_whatever_id_comes_first() {
+    // The hot path reads a tool call update's first `"toolCallId"` only when the key search
+    // counted one: here the first is a known call's, named in the content, and the update's
+    // own (unknown) comes after it.
+    for rules in ZedRules::ALL {
+        let mut h = start(rules);
+        h.update(
+            S,
+            json!({"sessionUpdate": "tool_call", "toolCallId": "k1", "title": "Read", "status": "completed"}),
+        );
+        h.update(
+            S,
+            json!({"sessionUpdate": "tool_call_update", "content": [{"type": "content", "content": {"type": "text", "text": "x"}, "toolCallId": "k1"}],
+            "toolCallId": "u1", "status": "completed", "title": "Grep"}),
+        );
+        assert!(
+            h.zed.threads[S].card("u1").is_some(),
+            "{rules:?}: the update was shown as its tool call"
+        );
+        h.assert_zed_clean();
+    }
+}
+
+#[test]
 fn a_cards_own_name_does_not_hide_it() {
     // On Zed's main branch a `name` wins over `_meta.tool_name`: the card is a card through
     // `subagent_session_info` alone, on every frame of it.
