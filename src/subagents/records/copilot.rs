@@ -16,6 +16,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+use super::words::LoggedMessage;
 use super::{path_safe, Location, Record};
 
 /// The session log of session `session`.
@@ -64,6 +65,49 @@ pub(super) fn parse(spawn: &str, bytes: &[u8]) -> Record {
         }
     }
     record
+}
+
+/// The children's messages the log holds, in the order logged: each `assistant.message` of a
+/// child (`data.parentToolCallId`, its spawn) with its whole text (`data.content`) and the
+/// tool calls it made (`data.toolRequests[].toolCallId`). The parent's own messages (no
+/// spawn) and empty ones are left out.
+pub fn messages(bytes: &[u8]) -> Vec<LoggedMessage> {
+    let mut out = Vec::new();
+    for line in bytes.split(|b| *b == b'\n') {
+        if !contains(line, b"assistant.message") || !contains(line, b"parentToolCallId") {
+            continue;
+        }
+        let Ok(v) = serde_json::from_slice::<Value>(line) else {
+            continue;
+        };
+        if v.get("type").and_then(Value::as_str) != Some("assistant.message") {
+            continue;
+        }
+        let data = &v["data"];
+        let (Some(spawn), Some(text)) = (
+            data.get("parentToolCallId").and_then(Value::as_str),
+            data.get("content").and_then(Value::as_str),
+        ) else {
+            continue;
+        };
+        if spawn.is_empty() || text.is_empty() {
+            continue;
+        }
+        let tool_calls = data
+            .get("toolRequests")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r.get("toolCallId").and_then(Value::as_str))
+            .map(str::to_owned)
+            .collect();
+        out.push(LoggedMessage {
+            spawn: spawn.to_owned(),
+            text: text.to_owned(),
+            tool_calls,
+        });
+    }
+    out
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
@@ -117,6 +161,56 @@ mod tests {
         let moved =
             r#"{"type":"subagent.started","data":{"toolCallId":"call_0001","agentId":"x"}}"#;
         assert_eq!(parse("call_0001", moved.as_bytes()), Record::default());
+    }
+
+    #[test]
+    fn the_childrens_messages_with_their_spawn_from_the_log() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/e2e/copilot-1.0.102-two-log.events.jsonl");
+        let log = std::fs::read(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+        let all = messages(&log);
+        let got: Vec<(&str, &str, Vec<&str>)> = all
+            .iter()
+            .map(|m| {
+                let calls = m.tool_calls.iter().map(String::as_str).collect();
+                (m.spawn.as_str(), m.text.as_str(), calls)
+            })
+            .collect();
+        // The parent's own messages ("I will delegate this.", "MAIN-DONE: …") have no spawn.
+        assert_eq!(
+            got,
+            [
+                (
+                    "call_0002",
+                    "Subagent beta looking around.",
+                    vec!["call_0003"]
+                ),
+                (
+                    "call_0001",
+                    "Subagent alpha looking around.",
+                    vec!["call_0004"]
+                ),
+                (
+                    "call_0002",
+                    "SUB-ANSWER beta: the project holds a.txt, b.txt.",
+                    vec![]
+                ),
+                (
+                    "call_0001",
+                    "SUB-ANSWER alpha: the project holds a.txt, b.txt.",
+                    vec![]
+                ),
+            ]
+        );
+        // A line cut short, of another type, or without text: nothing.
+        let odd = [
+            r#"{"type":"assistant.message","data":{"parentToolCallId":"c","content":"x"#,
+            r#"{"type":"user.message","data":{"parentToolCallId":"c","content":"x"}}"#,
+            r#"{"type":"assistant.message","data":{"parentToolCallId":"c","content":""}}"#,
+            r#"{"type":"assistant.message","data":{"parentToolCallId":"","content":"x"}}"#,
+        ]
+        .join("\n");
+        assert_eq!(messages(odd.as_bytes()), []);
     }
 
     #[test]
