@@ -12,6 +12,7 @@ pub mod claude;
 pub mod cline;
 pub mod copilot;
 pub mod kimi;
+pub mod words;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
