@@ -245,6 +245,10 @@ fn poll(
     env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
     claimed: &[PathBuf],
 ) -> Poll {
+    if f.watch.within_ms == 0 {
+        // Asked only to replace the child's earlier watch: nothing to read.
+        return Poll::GiveUp;
+    }
     if f.path.is_none() {
         match records::locate(&f.watch, env) {
             None => return Poll::GiveUp,

@@ -452,3 +452,49 @@ fn kimis_running_child_shows_its_work_from_kimis_record_as_it_grows() {
     );
     h.assert_zed_clean();
 }
+
+/// A Kimi child whose spawn fails is not waited for: the record followed while it ran is
+/// followed no more (a watch of the same child that gives up at once replaces it).
+#[test]
+fn a_failed_kimi_spawn_stops_the_following_of_its_record() {
+    const TASK: &str = "SUBAGENT:alpha list the text files in the project and report what you find";
+    let mut frames = dump_fixture("e2e/kimi-1.51.0-two-live.dump.jsonl");
+    let end = frames
+        .iter()
+        .position(|(dir, m)| {
+            dir == "in"
+                && m["params"]["update"]["status"] == "completed"
+                && m["params"]["update"]["content"][0]["content"]["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("SUB-ANSWER alpha"))
+        })
+        .expect("alpha's spawn completes in the run");
+    frames[end].1["params"]["update"]["status"] = "failed".into();
+    let mut h = Harness::with_store(zed_config(), StoreModel::default());
+    play_dump(&mut h, &frames);
+    let alpha: Vec<&RecordWatch> = h
+        .records
+        .iter()
+        .filter(|w| {
+            w.task.as_deref() == Some(TASK)
+                || (w.task.is_none()
+                    && h.records
+                        .iter()
+                        .any(|l| l.live && l.child == w.child && l.task.as_deref() == Some(TASK)))
+        })
+        .collect();
+    let kinds: Vec<(bool, u64)> = alpha.iter().map(|w| (w.live, w.within_ms)).collect();
+    assert_eq!(kinds.len(), 2, "followed live, then stopped: {alpha:?}");
+    assert!(kinds[0].0, "followed live first");
+    assert_eq!(
+        kinds[1],
+        (false, 0),
+        "then replaced by a watch that gives up at once"
+    );
+    let child = alpha[0].child.clone();
+    // What the shell then reports (nothing) changes nothing; the thread has the failure.
+    let before = child_thread(&mut h, &child);
+    h.record_read(&child, Record::default());
+    assert_eq!(child_thread(&mut h, &child), before);
+    h.assert_zed_clean();
+}

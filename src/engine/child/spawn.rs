@@ -310,6 +310,9 @@ impl Engine {
         } else if !finished {
             // A foreground child runs: its record may show its work as it goes.
             self.follow_live(cid, out);
+        } else if !self.child_records.awaited(cid.as_str()) {
+            // It ended without waiting for its record (failed, cancelled): no more of it.
+            self.stop_live(cid, out);
         }
         let Some(child) = self.reg.get_mut(cid) else {
             return;

@@ -140,6 +140,32 @@ impl Engine {
         }
     }
 
+    /// A child followed live ended without waiting for its record (its spawn failed or was
+    /// cancelled; a record that never tells an end would be read for hours): the shell
+    /// follows it no more (a watch of the same child replaces the first, and this one gives
+    /// up at once).
+    pub(in crate::engine) fn stop_live(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
+        if self.child_records.live.is_empty() || self.child_records.live.remove(cid).is_none() {
+            return;
+        }
+        let Some(child) = self.reg.get(cid) else {
+            return;
+        };
+        let Some(format) = child.preset.map(|p| self.detector.child_record_of(p)) else {
+            return;
+        };
+        out.push(Action::FollowRecord(RecordWatch {
+            child: cid.to_string(),
+            session: child.agent_session.clone(),
+            agent_id: String::new(),
+            task: None,
+            spawn: String::new(),
+            format,
+            live: false,
+            within_ms: 0,
+        }));
+    }
+
     /// What a live record says so far: its settled updates not taken yet go into the child
     /// thread, each a step of the card's live progress. Nothing once the spawn ended (its
     /// end waits for the whole record) or for a child not followed live.
