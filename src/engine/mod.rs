@@ -602,6 +602,18 @@ impl Engine {
         self.record_arrived(&cid, record, out);
     }
 
+    /// What a live record ([`RecordWatch::live`]) says so far, as it grew: the child's work
+    /// while it runs.
+    ///
+    /// [`RecordWatch::live`]: crate::subagents::records::RecordWatch::live
+    pub fn record_grew(&mut self, child: &str, record: Record, now: Millis, out: &mut Vec<Action>) {
+        self.now = self.now.max(now);
+        let Some(cid) = self.reg.resolve(child).cloned() else {
+            return;
+        };
+        self.record_grown(&cid, &record, out);
+    }
+
     /// The agent is gone: answer every request the client still waits for with an error
     /// that says why, oldest first.
     pub fn agent_gone(&mut self, reason: &str, out: &mut Vec<Action>) {

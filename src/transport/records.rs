@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::subagents::records::{self, Location, Record, RecordWatch, MAX_RECORD_BYTES};
 
@@ -24,6 +24,8 @@ pub(crate) const QUICK_POLL: Duration = Duration::from_millis(20);
 const FOLLOW_FOR: Duration = Duration::from_secs(6 * 3600);
 /// Records followed at once, at most (more are not followed).
 const MAX_FOLLOWED: usize = 256;
+/// How much older than the ask a record found by its contents may be.
+const SINCE_SLACK: Duration = Duration::from_secs(2);
 /// Folder entries looked through for a record, at most.
 const MAX_DIRS: usize = 4096;
 /// Candidate files read per poll of a record found by its contents, at most.
@@ -33,6 +35,8 @@ const MAX_CANDIDATES: usize = 64;
 #[derive(Default)]
 struct Shared {
     ended: Mutex<Vec<(String, Record)>>,
+    /// What live records ([`RecordWatch::live`]) said so far, as they grew.
+    progress: Mutex<Vec<(String, Record)>>,
     /// Records followed (or asked for and not taken up yet).
     followed: AtomicUsize,
     /// Of them, those read every [`QUICK_POLL`].
@@ -104,11 +108,22 @@ impl RecordFollower {
     /// The thread reports an end before it stops counting the record, so one of the two
     /// always holds until the end is taken.
     pub(crate) fn active(&self) -> bool {
+        let waiting = |m: &Mutex<Vec<(String, Record)>>| match m.lock() {
+            Ok(v) => !v.is_empty(),
+            Err(poisoned) => !poisoned.into_inner().is_empty(),
+        };
         self.shared.followed.load(Ordering::Acquire) > 0
-            || match self.shared.ended.lock() {
-                Ok(v) => !v.is_empty(),
-                Err(poisoned) => !poisoned.into_inner().is_empty(),
-            }
+            || waiting(&self.shared.ended)
+            || waiting(&self.shared.progress)
+    }
+
+    /// What live records said as they grew since the last call: (child id, record so far),
+    /// oldest first.
+    pub(crate) fn take_progress(&self) -> Vec<(String, Record)> {
+        match self.shared.progress.lock() {
+            Ok(mut v) => std::mem::take(&mut *v),
+            Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
+        }
     }
 
     /// The records that said their child ended (or were given up on: empty) since the last
@@ -128,6 +143,10 @@ struct Followed {
     /// Its length when last read (read again only when it changed).
     len: u64,
     until: Instant,
+    /// When it began to be followed: a record found by its contents was written since.
+    since: SystemTime,
+    /// Settled updates reported so far, of a live record.
+    reported: usize,
 }
 
 impl Followed {
@@ -138,6 +157,11 @@ impl Followed {
             path: None,
             len: 0,
             until: Instant::now() + within,
+            // Slack for a child quicker than the ask (its record written before it came).
+            since: SystemTime::now()
+                .checked_sub(SINCE_SLACK)
+                .unwrap_or(SystemTime::UNIX_EPOCH),
+            reported: 0,
         }
     }
 }
@@ -152,7 +176,17 @@ fn follow_loop(rx: &mpsc::Receiver<RecordWatch>, shared: &Shared) {
             POLL
         };
         match rx.recv_timeout(every) {
-            Ok(watch) => followed.push(Followed::new(watch)),
+            Ok(watch) => {
+                // A child followed again (its spawn ended: now by the id it gave) is followed
+                // by the new watch only.
+                if let Some(at) = followed.iter().position(|f| f.watch.child == watch.child) {
+                    let old = followed.swap_remove(at);
+                    let quick = usize::from(old.watch.format.ties_ids());
+                    shared.quick.fetch_sub(quick, Ordering::AcqRel);
+                    shared.followed.fetch_sub(1, Ordering::AcqRel);
+                }
+                followed.push(Followed::new(watch));
+            }
             Err(RecvTimeoutError::Timeout) => {}
             // The shell is gone: so is the session.
             Err(RecvTimeoutError::Disconnected) => return,
@@ -164,9 +198,24 @@ fn follow_loop(rx: &mpsc::Receiver<RecordWatch>, shared: &Shared) {
                 v.push((child.to_owned(), record));
             }
         };
+        // Files already followed, which a record found by its contents is not.
+        let claimed: Vec<PathBuf> = if followed.iter().any(|f| f.path.is_none()) {
+            followed.iter().filter_map(|f| f.path.clone()).collect()
+        } else {
+            Vec::new()
+        };
         followed.retain_mut(|f| {
-            let record = match poll(f, &env) {
+            let record = match poll(f, &env, &claimed) {
                 Poll::Told(record) => record,
+                Poll::Grew(record) => {
+                    if let Ok(mut v) = shared.progress.lock() {
+                        v.push((f.watch.child.clone(), record));
+                    }
+                    if Instant::now() < f.until {
+                        return true;
+                    }
+                    Record::default()
+                }
                 Poll::Again if Instant::now() < f.until => return true,
                 Poll::Again | Poll::GiveUp => Record::default(),
             };
@@ -185,11 +234,21 @@ fn follow_loop(rx: &mpsc::Receiver<RecordWatch>, shared: &Shared) {
 enum Poll {
     /// The record told what it was followed for (`Record::told`).
     Told(Record),
+    /// A live record grew: what it says so far.
+    Grew(Record),
     Again,
     GiveUp,
 }
 
-fn poll(f: &mut Followed, env: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Poll {
+fn poll(
+    f: &mut Followed,
+    env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+    claimed: &[PathBuf],
+) -> Poll {
+    if f.watch.within_ms == 0 {
+        // Asked only to replace the child's earlier watch: nothing to read.
+        return Poll::GiveUp;
+    }
     if f.path.is_none() {
         match records::locate(&f.watch, env) {
             None => return Poll::GiveUp,
@@ -208,6 +267,14 @@ fn poll(f: &mut Followed, env: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> P
                 }
                 f.path = path;
                 return Poll::Again;
+            }
+            Some(Location::Nested { dir, middle, file }) => {
+                let Some((path, len, record)) = find_nested(&dir, &middle, file, f, claimed) else {
+                    return Poll::Again;
+                };
+                f.path = Some(path);
+                f.len = len;
+                return f.told_or_grew(record);
             }
         }
     }
@@ -235,10 +302,20 @@ fn poll(f: &mut Followed, env: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> P
         return Poll::Again;
     };
     f.len = bytes.len() as u64;
-    let record = records::parse(&f.watch, &bytes);
-    if record.told() {
-        Poll::Told(record)
-    } else {
+    f.told_or_grew(records::parse(&f.watch, &bytes))
+}
+
+impl Followed {
+    /// What a read of the record says: its end, or, followed live, new settled updates.
+    fn told_or_grew(&mut self, record: Record) -> Poll {
+        if record.told() {
+            return Poll::Told(record);
+        }
+        let settled = record.settled().len();
+        if self.watch.live && settled > self.reported {
+            self.reported = settled;
+            return Poll::Grew(record);
+        }
         Poll::Again
     }
 }
@@ -338,6 +415,56 @@ fn find_among(
     (None, None)
 }
 
+/// The file `<dir>/<any>/<middle>/<any>/<file>` whose contents are the child's, written
+/// since it was asked for and not followed for another child, with its length and what it
+/// says. The folder that holds it is named by the agent's id of the child, which the watch
+/// takes (the record's tool call ids carry it, as once the spawn gave it). Bounded: at most [`MAX_DIRS`] folders looked through at each level and
+/// [`MAX_CANDIDATES`] files read.
+fn find_nested(
+    dir: &Path,
+    middle: &Path,
+    file: &str,
+    f: &mut Followed,
+    claimed: &[PathBuf],
+) -> Option<(PathBuf, u64, Record)> {
+    let since = f.since;
+    let outer = std::fs::read_dir(dir)
+        .ok()?
+        .take(MAX_DIRS)
+        .filter_map(Result::ok);
+    let folders = outer.filter_map(|e| std::fs::read_dir(e.path().join(middle)).ok());
+    let candidates = folders
+        .flat_map(|d| d.take(MAX_DIRS).filter_map(Result::ok))
+        .map(|e| e.path().join(file))
+        .filter(|p| !claimed.contains(p))
+        .filter(|p| {
+            // An older child's record of the same task is not this child's.
+            std::fs::metadata(p).is_ok_and(|m| {
+                m.len() <= MAX_RECORD_BYTES && m.modified().is_ok_and(|t| t >= since)
+            })
+        })
+        .take(MAX_CANDIDATES);
+    for path in candidates {
+        let Some(id) = path
+            .parent()
+            .and_then(Path::file_name)
+            .and_then(|n| n.to_str())
+        else {
+            continue;
+        };
+        let Ok(bytes) = read_at_most(&path, MAX_RECORD_BYTES) else {
+            continue;
+        };
+        id.clone_into(&mut f.watch.agent_id);
+        let record = records::parse(&f.watch, &bytes);
+        if record != Record::default() {
+            return Some((path, bytes.len() as u64, record));
+        }
+    }
+    f.watch.agent_id.clear();
+    None
+}
+
 fn read_at_most(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     let mut bytes = Vec::new();
@@ -377,6 +504,7 @@ mod tests {
             task: None,
             spawn: "call_0001".into(),
             format: ChildRecord::Copilot,
+            live: false,
             within_ms: 60_000,
         }));
         assert_eq!(f.every(), QUICK_POLL);
@@ -430,11 +558,12 @@ mod tests {
             task: None,
             spawn: "call_0001".into(),
             format: ChildRecord::Copilot,
+            live: false,
             within_ms: 60_000,
         });
         followed.path = Some(log.clone());
         let env = |_: &str| None;
-        while matches!(poll(&mut followed, &env), Poll::Again)
+        while matches!(poll(&mut followed, &env, &[]), Poll::Again)
             && followed.len < (filler.len() * lines) as u64
         {}
         assert_eq!(
@@ -449,10 +578,123 @@ mod tests {
             .open(&log)
             .expect("open");
         std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes()).expect("append");
-        match poll(&mut followed, &env) {
+        match poll(&mut followed, &env, &[]) {
             Poll::Told(record) => assert_eq!(record.agent_id.as_deref(), Some("late-id")),
             _ => panic!("the appended tie is read"),
         }
+    }
+
+    /// Kimi's record of a running child, found by its task among the session's children
+    /// (not an older one of the same task), reported as it grows, then followed by the id the
+    /// spawn gave at its end in place of the first watch.
+    #[test]
+    fn a_live_record_is_found_by_its_contents_and_reported_as_it_grows() {
+        const TASK: &str = "SUBAGENT:alpha list the text files";
+        let home = tempfile::tempdir().expect("temp dir");
+        std::env::set_var("KIMI_SHARE_DIR", home.path());
+        let subagents = home.path().join("sessions/4f2a/sess-k/subagents");
+        let line = |kind: &str, payload: serde_json::Value| {
+            format!(
+                "{}\n",
+                serde_json::json!({"timestamp": 1.0, "message": {"type": kind, "payload": payload}})
+            )
+        };
+        let head = format!(
+            "{}\n{}",
+            serde_json::json!({"type": "metadata", "protocol_version": "1.1"}),
+            line("TurnBegin", serde_json::json!({"user_input": TASK}))
+        );
+        // An older child of the same task, ended long ago.
+        std::fs::create_dir_all(subagents.join("aold")).expect("folder");
+        let old = subagents.join("aold/wire.jsonl");
+        std::fs::write(&old, &head).expect("write");
+        let hour_ago = SystemTime::now() - Duration::from_secs(3600);
+        std::fs::File::options()
+            .write(true)
+            .open(&old)
+            .and_then(|f| f.set_modified(hour_ago))
+            .expect("mtime");
+        let mut f = RecordFollower::default();
+        let watch = RecordWatch {
+            child: "child-k".into(),
+            session: AgentSessionId::new("sess-k".into()),
+            agent_id: String::new(),
+            task: Some(TASK.into()),
+            spawn: String::new(),
+            format: ChildRecord::Kimi,
+            live: true,
+            within_ms: 60_000,
+        };
+        assert!(f.follow(watch.clone()));
+        std::thread::sleep(POLL * 2);
+        assert!(
+            f.take_progress().is_empty(),
+            "an older record is not this child's"
+        );
+        std::fs::create_dir_all(subagents.join("anew")).expect("folder");
+        let file = subagents.join("anew/wire.jsonl");
+        let words = line(
+            "ContentPart",
+            serde_json::json!({"type": "text", "text": "looking"}),
+        );
+        std::fs::write(&file, format!("{head}{words}")).expect("write");
+        let wait_progress = |f: &RecordFollower| {
+            let until = Instant::now() + Duration::from_secs(10);
+            loop {
+                let got = f.take_progress();
+                if !got.is_empty() || Instant::now() > until {
+                    return got;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        };
+        let got = wait_progress(&f);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].0, "child-k");
+        assert_eq!(got[0].1.updates.len(), 2, "the task and the words");
+        assert!(!got[0].1.ended());
+        // A tool call whose arguments are still written: not settled, not reported.
+        let call = |args: &str| {
+            line(
+                "ToolCall",
+                serde_json::json!({"type": "function", "id": "call_1",
+                "function": {"name": "Glob", "arguments": args}}),
+            )
+        };
+        let mut text = format!("{head}{words}{}", call("{\"pattern\": \"*.t"));
+        std::fs::write(&file, &text).expect("write");
+        std::thread::sleep(POLL * 3);
+        assert!(f.take_progress().is_empty(), "an unsettled call waits");
+        text = format!("{head}{words}{}", call("{\"pattern\": \"*.txt\"}"));
+        std::fs::write(&file, &text).expect("write");
+        let got = wait_progress(&f);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(
+            got[0].1.updates[2]["toolCallId"], "anew-1/call_1",
+            "named by its folder"
+        );
+        // The spawn ended: the child is followed by the id it gave, in place of the first watch.
+        assert!(f.follow(RecordWatch {
+            agent_id: "anew".into(),
+            live: false,
+            ..watch
+        }));
+        text.push_str(&line("StepBegin", serde_json::json!({"n": 2})));
+        text.push_str(&line(
+            "ContentPart",
+            serde_json::json!({"type": "text", "text": "x".repeat(300)}),
+        ));
+        text.push_str(&line("TurnEnd", serde_json::json!({})));
+        std::fs::write(&file, &text).expect("write");
+        let got = wait_for(&f);
+        assert_eq!(got.len(), 1, "told once: {got:?}");
+        assert_eq!(got[0].1.answer.as_deref(), Some("x".repeat(300).as_str()));
+        let until = Instant::now() + Duration::from_secs(5);
+        while f.active() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!f.active(), "neither watch is followed any more");
+        assert!(f.take_progress().is_empty());
     }
 
     #[test]
@@ -479,6 +721,7 @@ mod tests {
             task: None,
             spawn: String::new(),
             format: ChildRecord::ClaudeCode,
+            live: false,
             within_ms: 60_000,
         }));
         assert!(f.active());

@@ -324,6 +324,11 @@ impl Shell {
     pub(crate) fn tick(&mut self, out: &Outputs) {
         let now = self.now();
         self.engine.handle_timeout(now, &mut self.actions);
+        // What live records said as they grew, before any end they told since.
+        for (child, record) in self.records.take_progress() {
+            self.engine
+                .record_grew(&child, record, now, &mut self.actions);
+        }
         for (child, record) in self.records.take_ended() {
             self.note(match (&record.agent_id, record.ended()) {
                 (Some(id), false) => {

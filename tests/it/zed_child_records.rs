@@ -97,6 +97,7 @@ fn claude_watch(agent_id: &str) -> RecordWatch {
         task: None,
         spawn: String::new(),
         format: ChildRecord::ClaudeCode,
+        live: false,
         within_ms: 0,
     }
 }
@@ -250,7 +251,8 @@ fn kimis_child_gets_its_work_from_kimis_record() {
     let run = |read_alpha: bool| {
         let mut h = Harness::with_store(zed_config(), StoreModel::default());
         play_dump(&mut h, &frames);
-        let mut watches = h.records.clone();
+        // The records followed while the children ran (by their task) are another test's.
+        let mut watches: Vec<RecordWatch> = h.records.iter().filter(|w| !w.live).cloned().collect();
         watches.sort_by_key(|w| w.agent_id.clone());
         let got: Vec<(&str, ChildRecord, Option<&str>)> = watches
             .iter()
@@ -314,4 +316,185 @@ fn kimis_child_gets_its_work_from_kimis_record() {
     let (thread, card) = run(false);
     assert_eq!(thread, [format!("user:{TASK}"), ANSWER.to_owned()]);
     assert_eq!(card, ("completed".to_owned(), Some(1)));
+}
+
+/// While Kimi's foreground child runs, its record (found by the child's task: the spawn names
+/// the child only when it ends) is followed, and what settles in it goes into the child thread
+/// as the record grows, stepping the card's title with the child's latest step. The spawn's
+/// end then adds only what was not taken: the thread ends as when the record is read at the
+/// end alone. The frames are the kit's `two` run, cut before alpha's spawn completes; the
+/// record is alpha's, read line by line as Kimi writes it.
+#[test]
+fn kimis_running_child_shows_its_work_from_kimis_record_as_it_grows() {
+    const TASK: &str = "SUBAGENT:alpha list the text files in the project and report what you find";
+    const AGENT: &str = "a73d69b0c";
+    let frames = dump_fixture("e2e/kimi-1.51.0-two-live.dump.jsonl");
+    let ends_alpha = |m: &Value| {
+        m["params"]["update"]["status"] == "completed"
+            && m["params"]["update"]["content"][0]["content"]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains(&format!("agent_id: {AGENT}")))
+    };
+    let end = frames
+        .iter()
+        .position(|(dir, m)| dir == "in" && ends_alpha(m))
+        .expect("alpha's spawn completes in the run");
+    let whole = fixture("kimi-1.51.0-two.agent-alpha.wire.jsonl");
+    let lines: Vec<&str> = whole.lines().collect();
+    // Today's thread: the record read once the spawn ended.
+    let at_end = {
+        let mut h = Harness::with_store(zed_config(), StoreModel::default());
+        play_dump(&mut h, &frames);
+        let alpha = h
+            .records
+            .iter()
+            .find(|w| !w.live && w.agent_id == AGENT)
+            .cloned()
+            .expect("alpha's record asked for at its end");
+        h.record_read(&alpha.child, records::parse(&alpha, whole.as_bytes()));
+        child_thread(&mut h, &alpha.child)
+    };
+    let mut h = Harness::with_store(zed_config(), StoreModel::default());
+    play_dump(&mut h, &frames[..end]);
+    let live: Vec<RecordWatch> = h.records.iter().filter(|w| w.live).cloned().collect();
+    assert_eq!(
+        live.len(),
+        2,
+        "each running child's record followed: {live:?}"
+    );
+    let mut alpha = live
+        .iter()
+        .find(|w| w.task.as_deref() == Some(TASK))
+        .cloned()
+        .expect("alpha's record followed by its task");
+    assert_eq!(
+        (alpha.agent_id.as_str(), alpha.format),
+        ("", ChildRecord::Kimi)
+    );
+    // The shell finds the file in the folder named by Kimi's id of the child.
+    alpha.agent_id = AGENT.to_owned();
+    let card_title = |h: &Harness| {
+        h.zed
+            .threads
+            .values()
+            .flat_map(|t| t.cards())
+            .find(|c| {
+                c.subagent
+                    .as_ref()
+                    .is_some_and(|i| i.session_id == alpha.child)
+            })
+            .map(|c| (c.title.clone(), c.status.clone()))
+            .expect("alpha's card")
+    };
+    let mut seen_tool_title = false;
+    let mut thread_lens = Vec::new();
+    // The record as it grows, line by line (the last one torn, as while Kimi writes it),
+    // until just before its end.
+    let last = lines
+        .iter()
+        .rposition(|l| l.contains("TurnEnd"))
+        .expect("an end");
+    for n in 1..last {
+        let mut text = lines[..n].join("\n");
+        text.push('\n');
+        text.push_str(&lines[n][..lines[n].len() / 2]);
+        let record = records::parse(&alpha, text.as_bytes());
+        assert!(!record.ended(), "not ended at line {n}");
+        h.record_grew(&alpha.child, record);
+        let thread = child_thread(&mut h, &alpha.child);
+        let (title, status) = card_title(&h);
+        assert_eq!(status, "in_progress", "the card runs on");
+        seen_tool_title |= title.contains("Glob: *.txt");
+        thread_lens.push(thread.len());
+        // What shows is always the start of the thread the record gives at the end (a tool
+        // call's status aside: it completes with its result).
+        let call = |l: &String| {
+            l.rsplit_once(':')
+                .filter(|_| l.starts_with("tool:"))
+                .map_or(l.clone(), |(c, _)| c.to_owned())
+        };
+        let shown: Vec<String> = thread.iter().map(call).collect();
+        let ends: Vec<String> = at_end[..thread.len()].iter().map(call).collect();
+        assert_eq!(shown, ends, "at line {n}");
+    }
+    let most = thread_lens.iter().copied().max().unwrap_or(0);
+    assert!(
+        most >= 4,
+        "the child's words, tool call and answer showed while it ran: {thread_lens:?}"
+    );
+    assert!(
+        thread_lens.windows(2).any(|w| w[0] < w[1]),
+        "it grew in steps: {thread_lens:?}"
+    );
+    assert!(seen_tool_title, "the card showed the child's latest step");
+    // The spawn completes: its answer waits for the record, now by Kimi's id of the child.
+    play_dump(&mut h, &frames[end..]);
+    let asked = h
+        .records
+        .iter()
+        .filter(|w| !w.live && w.agent_id == AGENT)
+        .cloned()
+        .collect::<Vec<_>>();
+    assert_eq!(asked.len(), 1, "asked once at the end: {asked:?}");
+    h.record_read(&asked[0].child, records::parse(&asked[0], whole.as_bytes()));
+    // A late report of the live record changes nothing either.
+    h.record_grew(&alpha.child, records::parse(&alpha, whole.as_bytes()));
+    assert_eq!(
+        child_thread(&mut h, &alpha.child),
+        at_end,
+        "no entry twice, none lost"
+    );
+    let (title, status) = card_title(&h);
+    assert_eq!(status, "completed");
+    assert!(
+        !title.contains("Glob"),
+        "the card has its task's title back: {title}"
+    );
+    h.assert_zed_clean();
+}
+
+/// A Kimi child whose spawn fails is not waited for: the record followed while it ran is
+/// followed no more (a watch of the same child that gives up at once replaces it).
+#[test]
+fn a_failed_kimi_spawn_stops_the_following_of_its_record() {
+    const TASK: &str = "SUBAGENT:alpha list the text files in the project and report what you find";
+    let mut frames = dump_fixture("e2e/kimi-1.51.0-two-live.dump.jsonl");
+    let end = frames
+        .iter()
+        .position(|(dir, m)| {
+            dir == "in"
+                && m["params"]["update"]["status"] == "completed"
+                && m["params"]["update"]["content"][0]["content"]["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("SUB-ANSWER alpha"))
+        })
+        .expect("alpha's spawn completes in the run");
+    frames[end].1["params"]["update"]["status"] = "failed".into();
+    let mut h = Harness::with_store(zed_config(), StoreModel::default());
+    play_dump(&mut h, &frames);
+    let alpha: Vec<&RecordWatch> = h
+        .records
+        .iter()
+        .filter(|w| {
+            w.task.as_deref() == Some(TASK)
+                || (w.task.is_none()
+                    && h.records
+                        .iter()
+                        .any(|l| l.live && l.child == w.child && l.task.as_deref() == Some(TASK)))
+        })
+        .collect();
+    let kinds: Vec<(bool, u64)> = alpha.iter().map(|w| (w.live, w.within_ms)).collect();
+    assert_eq!(kinds.len(), 2, "followed live, then stopped: {alpha:?}");
+    assert!(kinds[0].0, "followed live first");
+    assert_eq!(
+        kinds[1],
+        (false, 0),
+        "then replaced by a watch that gives up at once"
+    );
+    let child = alpha[0].child.clone();
+    // What the shell then reports (nothing) changes nothing; the thread has the failure.
+    let before = child_thread(&mut h, &child);
+    h.record_read(&child, Record::default());
+    assert_eq!(child_thread(&mut h, &child), before);
+    h.assert_zed_clean();
 }

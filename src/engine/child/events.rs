@@ -238,6 +238,45 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// An update of the child's work read from its agent's record while it runs: into the
+    /// child thread, and a step of its open card, as the child's own event would be.
+    pub(in crate::engine) fn record_step_in(
+        &mut self,
+        cid: &ChildId,
+        update: &Value,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(child) = self.reg.get(cid) else {
+            return;
+        };
+        let kind = str_field(update, "sessionUpdate").unwrap_or("");
+        let tool = str_field(update, "toolCallId");
+        let new_tool_call =
+            kind == "tool_call" && tool.is_some_and(|t| !child.entries.knows_tool(t));
+        let entries_before = child.entries.count();
+        self.record_in(cid, update, out);
+        let nested = self
+            .reg
+            .get(cid)
+            .is_some_and(|c| self.reg.is_child(c.parent.as_str()));
+        let Some(child) = self.reg.get_mut(cid) else {
+            return;
+        };
+        let step = Step {
+            kind,
+            new_tool_call,
+            tool_status: kind == "tool_call_update" && update.get("status").is_some(),
+            new_entry: entries_before != child.entries.count(),
+            title: str_field(update, "title"),
+            nested,
+        };
+        let card = stepped_card(&mut self.render, child, &step);
+        let parent = child.parent.clone();
+        self.card_changed(cid, parent, false, card, out);
+    }
+}
+
 /// The change of an open card for one step of its child: the engine counts a new tool call
 /// into the child's live progress (when the flavour shows it), then the renderer says what
 /// the card shows.

@@ -262,7 +262,10 @@ impl Engine {
             } else if completed && !child.is_background() && (fetch.is_some() || fresh) {
                 // Agents that do not stream the child's prose still report its answer: it
                 // closes the child thread.
-                let after_prose = child.entries.last_is_assistant();
+                // The child's prose taken from its record while it ran is not the end: the
+                // answer waits for the rest of the record.
+                let after_prose = child.entries.last_is_assistant()
+                    && !self.child_records.followed_live(cid.as_str());
                 let text = match &folded {
                     // A folded transcript's last prose is not always the answer (dsh settles
                     // with a block of its own); after the child's own last words it would
@@ -304,6 +307,12 @@ impl Engine {
         if launched || step == SpawnStep::Finished(ChildState::Running) {
             // The child runs on: its agent's record of it may tell its end.
             self.follow_record(cid, out);
+        } else if !finished {
+            // A foreground child runs: its record may show its work as it goes.
+            self.follow_live(cid, out);
+        } else if !self.child_records.awaited(cid.as_str()) {
+            // It ended without waiting for its record (failed, cancelled): no more of it.
+            self.stop_live(cid, out);
         }
         let Some(child) = self.reg.get_mut(cid) else {
             return;

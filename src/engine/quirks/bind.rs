@@ -318,6 +318,7 @@ impl Engine {
             task: None,
             spawn: child.spawn_id.clone(),
             format,
+            live: false,
             within_ms: TIE_WAIT_MS,
         };
         if self.bindings.asked.len() >= ASKED_MAX {

@@ -10,6 +10,12 @@
 //!   children): the answer waits [`FOREGROUND_WAIT_MS`] at most for the record, whose thread
 //!   then goes in its place.
 //!
+//! - a foreground child runs and its record is found while it runs ([`ChildRecord::live_key`]:
+//!   Kimi's, by the child's task): the record is followed from the spawn on and what settles
+//!   in it goes into the child thread as it comes, stepping the card's live progress like the
+//!   child's own events would; the spawn's end then waits for the record as above, and adds
+//!   only what was not taken yet, so the thread ends as it would without the live reading.
+//!
 //! The wire stays the first source: the record adds only what the child thread lacks, and a
 //! child whose work came on the wire is left alone.
 
@@ -42,12 +48,18 @@ pub(in crate::engine) struct ChildRecords {
     /// Foreground children whose thread waits for their record, with the answer their spawn
     /// gave (what the thread gets if no record comes).
     awaiting: HashMap<ChildId, Value>,
+    /// Children whose record is followed while they run, with how many of its updates their
+    /// thread took (its copy of the task counted).
+    live: HashMap<ChildId, usize>,
 }
 
 impl ChildRecords {
     pub(in crate::engine) fn forget(&mut self, child: &str) {
         if !self.agent_ids.is_empty() {
             self.agent_ids.remove(child);
+        }
+        if !self.live.is_empty() {
+            self.live.remove(child);
         }
     }
 
@@ -56,10 +68,16 @@ impl ChildRecords {
         !self.awaiting.is_empty() && self.awaiting.contains_key(child)
     }
 
-    pub(in crate::engine) fn footprint(&self) -> [(&'static str, usize); 2] {
+    /// Whether the child's record is followed while it runs.
+    pub(in crate::engine) fn followed_live(&self, child: &str) -> bool {
+        !self.live.is_empty() && self.live.contains_key(child)
+    }
+
+    pub(in crate::engine) fn footprint(&self) -> [(&'static str, usize); 3] {
         [
             ("record_agent_ids", self.agent_ids.len()),
             ("records_awaited", self.awaiting.len()),
+            ("records_live", self.live.len()),
         ]
     }
 }
@@ -93,9 +111,99 @@ impl Engine {
 
     /// A background child launched: follow the agent's record of it, if its preset reads one.
     pub(in crate::engine) fn follow_record(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
-        if let Some(watch) = self.record_watch(cid, BACKGROUND_WAIT_MS) {
+        if let Some(watch) = self.record_watch(cid, BACKGROUND_WAIT_MS, false) {
             out.push(Action::FollowRecord(watch));
         }
+    }
+
+    /// A foreground child runs (its spawn card updated, not ended): follow its record from
+    /// now on, once, if its preset reads one that can be found while the child runs.
+    pub(in crate::engine) fn follow_live(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
+        let records = &self.child_records;
+        if records.live.len() >= MAX_KNOWN || records.live.contains_key(cid) {
+            return;
+        }
+        let Some(child) = self.reg.get(cid) else {
+            return;
+        };
+        let format = child.preset.map(|p| self.detector.child_record_of(p));
+        if format.and_then(ChildRecord::live_key).is_none() {
+            return;
+        }
+        // Only a thread that holds just its task: work that came on the wire is left alone.
+        if child.is_background() || child.state().is_final() || child.entries.count() != 1 {
+            return;
+        }
+        if let Some(watch) = self.record_watch(cid, BACKGROUND_WAIT_MS, true) {
+            self.child_records.live.insert(cid.clone(), 0);
+            out.push(Action::FollowRecord(watch));
+        }
+    }
+
+    /// A child followed live ended without waiting for its record (its spawn failed or was
+    /// cancelled; a record that never tells an end would be read for hours): the shell
+    /// follows it no more (a watch of the same child replaces the first, and this one gives
+    /// up at once).
+    pub(in crate::engine) fn stop_live(&mut self, cid: &ChildId, out: &mut Vec<Action>) {
+        if self.child_records.live.is_empty() || self.child_records.live.remove(cid).is_none() {
+            return;
+        }
+        let Some(child) = self.reg.get(cid) else {
+            return;
+        };
+        let Some(format) = child.preset.map(|p| self.detector.child_record_of(p)) else {
+            return;
+        };
+        out.push(Action::FollowRecord(RecordWatch {
+            child: cid.to_string(),
+            session: child.agent_session.clone(),
+            agent_id: String::new(),
+            task: None,
+            spawn: String::new(),
+            format,
+            live: false,
+            within_ms: 0,
+        }));
+    }
+
+    /// What a live record says so far: its settled updates not taken yet go into the child
+    /// thread, each a step of the card's live progress. Nothing once the spawn ended (its
+    /// end waits for the whole record) or for a child not followed live.
+    pub(in crate::engine) fn record_grown(
+        &mut self,
+        cid: &ChildId,
+        record: &Record,
+        out: &mut Vec<Action>,
+    ) {
+        if self.child_records.awaited(cid.as_str()) {
+            return;
+        }
+        let Some(&taken) = self.child_records.live.get(cid) else {
+            return;
+        };
+        let Some(child) = self.reg.get(cid) else {
+            return;
+        };
+        if child.state().is_final() || child.card_is_final() || child.passes_through() {
+            return;
+        }
+        let settled = if record.ended() {
+            &record.updates[..]
+        } else {
+            record.settled()
+        };
+        let from = if taken == 0 {
+            task_copy(child.entries.count(), record)
+        } else {
+            taken
+        };
+        if settled.len() <= from {
+            return;
+        }
+        for u in &settled[from..] {
+            self.record_step_in(cid, u, out);
+        }
+        self.child_records.live.insert(cid.clone(), settled.len());
     }
 
     /// A foreground child's spawn completed with `answer` while its thread holds only its
@@ -110,10 +218,12 @@ impl Engine {
         let Some(child) = self.reg.get(cid) else {
             return false;
         };
-        if child.is_background() || child.entries.count() > 1 {
+        // Entries that came from the record while the child ran are no work of the wire's.
+        let live = self.child_records.live.contains_key(cid);
+        if child.is_background() || (child.entries.count() > 1 && !live) {
             return false;
         }
-        let Some(watch) = self.record_watch(cid, FOREGROUND_WAIT_MS) else {
+        let Some(watch) = self.record_watch(cid, FOREGROUND_WAIT_MS, false) else {
             return false;
         };
         let awaiting = &mut self.child_records.awaiting;
@@ -141,7 +251,8 @@ impl Engine {
     /// What to follow for the child, if its preset reads a record of its work and the record
     /// can be found (by the agent's id of the child, its task or its spawn). A record that
     /// only ties ids is asked for at the spawn (`quirks::bind`), not here.
-    fn record_watch(&mut self, cid: &ChildId, within_ms: u64) -> Option<RecordWatch> {
+    /// Followed `live`, it is found by the key the format has while the child runs.
+    fn record_watch(&mut self, cid: &ChildId, within_ms: u64, live: bool) -> Option<RecordWatch> {
         let child = self.reg.get(cid)?;
         let format = child.preset.map(|p| self.detector.child_record_of(p))?;
         if format == ChildRecord::None
@@ -151,9 +262,18 @@ impl Engine {
         {
             return None;
         }
-        let agent_id = self.child_records.agent_ids.remove(cid).unwrap_or_default();
+        let key = if live {
+            format.live_key()
+        } else {
+            format.key()
+        };
+        let agent_id = if live {
+            String::new()
+        } else {
+            self.child_records.agent_ids.remove(cid).unwrap_or_default()
+        };
         let task = first_user_text(child.thread.first().map(|t| &**t));
-        let findable = match format.key() {
+        let findable = match key {
             None => false,
             Some(RecordKey::AgentId) => !agent_id.is_empty(),
             Some(RecordKey::Task) => task.is_some(),
@@ -169,6 +289,7 @@ impl Engine {
             task,
             spawn: child.spawn_id.clone(),
             format,
+            live,
             within_ms,
         })
     }
@@ -190,18 +311,24 @@ impl Engine {
         let Some(child) = self.reg.get(cid) else {
             return;
         };
+        if !child.is_background() {
+            // A live record that told the child's end before its spawn did: all of it now.
+            self.record_grown(cid, &record, out);
+            return;
+        }
         // The wire ended it (or a replay holds it): the record has nothing to add.
-        if !child.is_background() || child.state().is_final() || child.history_known() {
+        if child.state().is_final() || child.history_known() {
             return;
         }
         let Some(answer) = record.answer.clone() else {
             return;
         };
         let entries_before = child.entries.count();
-        if entries_before <= 1 {
+        let taken = self.child_records.live.remove(cid);
+        if entries_before <= 1 || taken.is_some() {
             // Nothing of the child's work came on the wire: the record's thread, after the
-            // task the child thread already starts with.
-            self.record_thread_in(cid, &record, entries_before, out);
+            // task the child thread already starts with (and what it took while it ran).
+            self.record_thread_in(cid, &record, entries_before, taken, out);
         } else if !child.entries.last_is_assistant() {
             // Its tool calls came on the wire, its answer does not.
             self.record_in(cid, &render::agent_text(&answer), out);
@@ -236,8 +363,9 @@ impl Engine {
             return;
         };
         let entries_before = child.entries.count();
+        let taken = self.child_records.live.remove(cid);
         if record.ended() {
-            self.record_thread_in(cid, &record, entries_before, out);
+            self.record_thread_in(cid, &record, entries_before, taken, out);
         } else {
             self.record_in(cid, answer, out);
         }
@@ -252,25 +380,35 @@ impl Engine {
     }
 
     /// The record's thread into the child's, after the task the child thread already starts
-    /// with (the record's own copy of it is skipped).
+    /// with (the record's own copy of it is skipped) and the updates `taken` while it ran.
     fn record_thread_in(
         &mut self,
         cid: &ChildId,
         record: &Record,
         entries_before: u32,
+        taken: Option<usize>,
         out: &mut Vec<Action>,
     ) {
-        let skip = usize::from(
-            entries_before == 1
-                && record
-                    .updates
-                    .first()
-                    .is_some_and(|u| u["sessionUpdate"] == "user_message_chunk"),
-        );
+        let skip = match taken {
+            Some(n) if n > 0 => n,
+            _ => task_copy(entries_before, record),
+        };
         for u in record.updates.iter().skip(skip) {
             self.record_in(cid, u, out);
         }
     }
+}
+
+/// 1 when the record starts with its copy of the task a thread of `entries` entries (the
+/// task alone) already holds, else 0.
+fn task_copy(entries: u32, record: &Record) -> usize {
+    usize::from(
+        entries == 1
+            && record
+                .updates
+                .first()
+                .is_some_and(|u| u["sessionUpdate"] == "user_message_chunk"),
+    )
 }
 
 /// The text of a thread line that is a user message (the child's task).

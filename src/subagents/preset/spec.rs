@@ -320,6 +320,16 @@ impl ChildRecord {
     pub fn ties_ids(self) -> bool {
         self == ChildRecord::Copilot
     }
+
+    /// How a child is found in the record while its spawn runs, when the record is followed
+    /// then (its work shown live): the key the spawn gives only when it ends (Kimi's
+    /// `agent_id`) is not known yet. None: the record is read once the spawn ended.
+    pub fn live_key(self) -> Option<RecordKey> {
+        match self {
+            ChildRecord::Kimi => Some(RecordKey::Task),
+            _ => None,
+        }
+    }
 }
 
 /// A later frame that ends a background child: it names the spawn and a status.

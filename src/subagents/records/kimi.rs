@@ -37,19 +37,26 @@ pub(super) fn locate(
     agent_id: &str,
     env: &dyn Fn(&str) -> Option<OsString>,
 ) -> Option<Location> {
-    if !path_safe(session) || !path_safe(agent_id) {
+    // Without the agent's id (the spawn gives it when it ends) the child's folder is found
+    // by its contents.
+    if !path_safe(session) || !(agent_id.is_empty() || path_safe(agent_id)) {
         return None;
     }
     let root = match env("KIMI_SHARE_DIR").filter(|d| !d.is_empty()) {
         Some(dir) => PathBuf::from(dir),
         None => PathBuf::from(env("HOME").filter(|h| !h.is_empty())?).join(".kimi"),
     };
+    let subagents = PathBuf::from(session).join("subagents");
+    if agent_id.is_empty() {
+        return Some(Location::Nested {
+            dir: root.join("sessions"),
+            middle: subagents,
+            file: "wire.jsonl",
+        });
+    }
     Some(Location::Under {
         dir: root.join("sessions"),
-        tail: PathBuf::from(session)
-            .join("subagents")
-            .join(agent_id)
-            .join("wire.jsonl"),
+        tail: subagents.join(agent_id).join("wire.jsonl"),
     })
 }
 
@@ -118,6 +125,11 @@ impl Run {
         for (kind, payload) in messages {
             run.message(agent_id, kind, payload);
         }
+        // A last call whose arguments are not whole JSON yet may grow (`ToolCallPart`).
+        let len = run.record.updates.len();
+        run.record.unsettled = run.last_call.as_ref().is_some_and(|(at, _, args)| {
+            *at + 1 == len && serde_json::from_str::<Value>(args).is_err()
+        });
         run.record
     }
 
@@ -518,7 +530,38 @@ mod tests {
         ));
         assert_eq!(locate("../etc", AGENT, &env), None);
         assert_eq!(locate("s", "a/b", &env), None);
-        assert_eq!(locate("s", "", &env), None);
+        assert_eq!(locate("s", "..", &env), None);
         assert_eq!(locate("s", AGENT, &|_| None), None);
+        // Without Kimi's id of the child (its spawn runs): any child folder of the session,
+        // the one whose record is the child's.
+        assert_eq!(
+            locate("s", "", &env),
+            Some(Location::Nested {
+                dir: PathBuf::from("/share/sessions"),
+                middle: PathBuf::from("s/subagents"),
+                file: "wire.jsonl",
+            })
+        );
+        assert_eq!(locate("../etc", "", &env), None);
+    }
+
+    #[test]
+    fn a_call_whose_arguments_are_not_whole_is_unsettled() {
+        let bytes = fixture();
+        let all = lines(&bytes);
+        let call = all
+            .iter()
+            .position(|l| l.contains("\"ToolCall\""))
+            .expect("a tool call");
+        let upto = |n: usize| parse(AGENT, Some(TASK), all[..n].join("\n").as_bytes());
+        let whole = upto(call + 1);
+        assert!(!whole.unsettled, "whole arguments: settled");
+        assert_eq!(whole.settled().len(), whole.updates.len());
+        // The same call with its arguments cut: it may still grow.
+        let mut cut = all[..=call].to_vec();
+        cut[call] = cut[call].replace("\\\"*.txt\\\"}", "\\\"*.t");
+        let torn = parse(AGENT, Some(TASK), cut.join("\n").as_bytes());
+        assert!(torn.unsettled, "{:?}", torn.updates.last());
+        assert_eq!(torn.settled().len(), torn.updates.len() - 1);
     }
 }

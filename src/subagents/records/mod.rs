@@ -39,6 +39,9 @@ pub struct RecordWatch {
     /// The spawn's tool call id, for a record that names the child by it.
     pub spawn: String,
     pub format: ChildRecord,
+    /// Whether what it says is reported as it grows (the child's work shown while it runs),
+    /// not only once it told its end.
+    pub live: bool,
     /// How long to follow it, in milliseconds; then the shell reports it as not found.
     pub within_ms: u64,
 }
@@ -54,12 +57,24 @@ pub struct Record {
     /// The agent's own id of the child, for a record that ties it to the spawn (the id the
     /// child's events carry, `child_ref`).
     pub agent_id: Option<String>,
+    /// Whether its last update may still change (a tool call whose arguments are still
+    /// being written): what is shown while the child runs stops before it.
+    pub unsettled: bool,
 }
 
 impl Record {
     /// Whether the record says the child ended.
     pub fn ended(&self) -> bool {
         self.answer.is_some()
+    }
+
+    /// The updates that will not change as the record grows.
+    pub fn settled(&self) -> &[Value] {
+        let n = self
+            .updates
+            .len()
+            .saturating_sub(usize::from(self.unsettled));
+        &self.updates[..n]
     }
 
     /// Whether the record told what it is followed for: the child's end, or, in a record
@@ -82,6 +97,13 @@ pub enum Location {
         dir: PathBuf,
         prefix: &'static str,
         suffix: &'static str,
+    },
+    /// `<dir>/<any>/<middle>/<any>/<file>`, the one whose contents are the child's (a
+    /// record named by an id the proxy does not know yet).
+    Nested {
+        dir: PathBuf,
+        middle: PathBuf,
+        file: &'static str,
     },
 }
 
@@ -145,6 +167,7 @@ mod tests {
             task: task.map(str::to_owned),
             spawn: String::new(),
             format,
+            live: false,
             within_ms: 0,
         }
     }

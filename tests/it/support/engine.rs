@@ -256,6 +256,14 @@ impl Harness {
         self.run(out);
     }
 
+    /// What a live record says so far, as the shell reports it while it grows.
+    pub fn record_grew(&mut self, child: &str, record: Record) {
+        self.settle();
+        let mut out = Vec::new();
+        self.engine.record_grew(child, record, self.now, &mut out);
+        self.run(out);
+    }
+
     fn run(&mut self, actions: Vec<Action>) {
         let mut queue: std::collections::VecDeque<Action> = actions.into();
         while let Some(action) = queue.pop_front() {
