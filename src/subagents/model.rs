@@ -663,6 +663,12 @@ impl Children {
         self.children.contains_key(id)
     }
 
+    /// Whether child `cid` was spawned by another child (its card sits in a child thread).
+    pub fn is_nested(&self, cid: &ChildId) -> bool {
+        self.get(cid)
+            .is_some_and(|c| self.is_child(c.parent.as_str()))
+    }
+
     /// Whether any child carried on `session` may still produce events without naming its
     /// parent (a legacy child that has not finished).
     pub fn has_open_legacy_child(&self, session: &str) -> bool {

@@ -206,10 +206,7 @@ impl Engine {
             };
             self.record_text_in(cid, &kind, tool, &text, value.as_ref(), out);
         }
-        let nested = self
-            .reg
-            .get(cid)
-            .is_some_and(|c| self.reg.is_child(c.parent.as_str()));
+        let nested = self.reg.is_nested(cid);
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };
@@ -256,10 +253,7 @@ impl Engine {
             kind == "tool_call" && tool.is_some_and(|t| !child.entries.knows_tool(t));
         let entries_before = child.entries.count();
         self.record_in(cid, update, out);
-        let nested = self
-            .reg
-            .get(cid)
-            .is_some_and(|c| self.reg.is_child(c.parent.as_str()));
+        let nested = self.reg.is_nested(cid);
         let Some(child) = self.reg.get_mut(cid) else {
             return;
         };

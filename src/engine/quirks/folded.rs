@@ -22,10 +22,7 @@ impl Engine {
             .reg
             .get(cid)
             .is_some_and(|c| self.reopen.replaying(c.top_session.as_str()));
-        let nested = self
-            .reg
-            .get(cid)
-            .is_some_and(|c| self.reg.is_child(c.parent.as_str()));
+        let nested = self.reg.is_nested(cid);
         for update in updates {
             let Some(child) = self.reg.get(cid) else {
                 return;
