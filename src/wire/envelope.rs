@@ -120,19 +120,24 @@ pub(super) fn parse_with<'a>(
 /// `method` are short.
 pub const HEAD: usize = 256;
 
+/// The frame's first [`HEAD`] bytes as text (a character cut by the limit left out).
+fn head_text(raw: &[u8]) -> Option<&str> {
+    let body = line_body(raw);
+    let head = &body[..body.len().min(HEAD)];
+    match std::str::from_utf8(head) {
+        Ok(text) => Some(text),
+        // Cut inside a character: the valid part is enough.
+        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).ok(),
+    }
+}
+
 /// Whether the frame's top-level object names a string `method` before any `result` or `error`
 /// member: then it is a request or a notification, never a response, whatever follows. Only
 /// the members before it are walked (a request's `params` may be kilobytes). `None` when the
 /// walk of the frame's first bytes cannot tell (an escaped key, a long member first, invalid
 /// JSON).
 pub fn method_first(raw: &[u8]) -> Option<bool> {
-    let body = line_body(raw);
-    let head = &body[..body.len().min(HEAD)];
-    let text = match std::str::from_utf8(head) {
-        Ok(text) => text,
-        // Cut inside a character: the valid part is enough.
-        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).ok()?,
-    };
+    let text = head_text(raw)?;
     let b = text.as_bytes();
     let mut verdict = None;
     members(text, skip_ws(b, 0), |key, at| match key.plain()? {
@@ -154,12 +159,7 @@ pub fn method_first(raw: &[u8]) -> Option<bool> {
 /// if it is valid JSON-RPC at all (only [`parse`] tells). `None` when the first bytes cannot
 /// tell: a `result`, `error` or `params` member first, an escaped key, a long member, no id.
 pub fn request_method(raw: &[u8]) -> Option<&str> {
-    let body = line_body(raw);
-    let head = &body[..body.len().min(HEAD)];
-    let text = match std::str::from_utf8(head) {
-        Ok(text) => text,
-        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).ok()?,
-    };
+    let text = head_text(raw)?;
     let b = text.as_bytes();
     let (mut method, mut id) = (None, false);
     members(text, skip_ws(b, 0), |key, at| {
