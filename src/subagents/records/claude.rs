@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use super::blocks::{self, Tools};
-use super::{path_safe, Location, Record};
+use super::{agent_dir, path_safe, Location, Record};
 
 /// Where the record of child `agent_id` of session `session` may be.
 pub(super) fn locate(
@@ -27,10 +27,7 @@ pub(super) fn locate(
     if !path_safe(session) || !path_safe(agent_id) {
         return None;
     }
-    let root = match env("CLAUDE_CONFIG_DIR").filter(|d| !d.is_empty()) {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env("HOME").filter(|h| !h.is_empty())?).join(".claude"),
-    };
+    let root = agent_dir(env, "CLAUDE_CONFIG_DIR", ".claude")?;
     Some(Location::Under {
         dir: root.join("projects"),
         tail: PathBuf::from(session)

@@ -12,22 +12,18 @@
 //! (`transport::records`), so a long session's log costs only what it appends.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
 
 use serde_json::Value;
 
 use super::words::LoggedMessage;
-use super::{path_safe, Location, Record};
+use super::{agent_dir, path_safe, Location, Record};
 
 /// The session log of session `session`.
 pub(super) fn locate(session: &str, env: &dyn Fn(&str) -> Option<OsString>) -> Option<Location> {
     if !path_safe(session) {
         return None;
     }
-    let root = match env("COPILOT_HOME").filter(|d| !d.is_empty()) {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env("HOME").filter(|h| !h.is_empty())?).join(".copilot"),
-    };
+    let root = agent_dir(env, "COPILOT_HOME", ".copilot")?;
     Some(Location::At(
         root.join("session-state")
             .join(session)
@@ -116,7 +112,7 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
 
     use super::super::words;
     use super::*;

@@ -24,7 +24,7 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use super::{path_safe, Location, Record};
+use super::{agent_dir, path_safe, Location, Record};
 use crate::subagents::render;
 
 /// An answer shorter than this (in characters) makes Kimi ask the child for more
@@ -42,10 +42,7 @@ pub(super) fn locate(
     if !path_safe(session) || !(agent_id.is_empty() || path_safe(agent_id)) {
         return None;
     }
-    let root = match env("KIMI_SHARE_DIR").filter(|d| !d.is_empty()) {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env("HOME").filter(|h| !h.is_empty())?).join(".kimi"),
-    };
+    let root = agent_dir(env, "KIMI_SHARE_DIR", ".kimi")?;
     let subagents = PathBuf::from(session).join("subagents");
     if agent_id.is_empty() {
         return Some(Location::Nested {

@@ -133,6 +133,15 @@ pub fn parse(watch: &RecordWatch, bytes: &[u8]) -> Record {
     }
 }
 
+/// An agent's own folder: `var` when it is set and not empty, else `dot_dir` in `HOME`; `None`
+/// without either.
+fn agent_dir(env: &dyn Fn(&str) -> Option<OsString>, var: &str, dot_dir: &str) -> Option<PathBuf> {
+    match env(var).filter(|d| !d.is_empty()) {
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => Some(PathBuf::from(env("HOME").filter(|h| !h.is_empty())?).join(dot_dir)),
+    }
+}
+
 /// Whether an id is safe to put in a path: letters, digits, `-` and `_` only (no separator,
 /// no `..`), and not empty.
 fn path_safe(id: &str) -> bool {
