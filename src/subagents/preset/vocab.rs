@@ -687,12 +687,12 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn cond(toml_text: &str) -> Result<Cond, PresetError> {
+    pub(super) fn cond(toml_text: &str) -> Result<Cond, PresetError> {
         let spec: CondSpec = toml::from_str(toml_text).expect("cond spec parses");
         Cond::compile(&spec, "c")
     }
 
-    fn source(toml_text: &str) -> Source {
+    pub(super) fn source(toml_text: &str) -> Source {
         #[derive(serde::Deserialize)]
         struct W {
             s: SourceSpec,

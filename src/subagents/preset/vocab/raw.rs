@@ -194,22 +194,12 @@ fn value_text_raw(v: &str, block: Block) -> Option<Option<Cow<'_, str>>> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{first_text, SourceSpec};
+    use super::super::first_text;
+    use super::super::tests::source;
     use super::*;
-    use crate::subagents::preset::spec::CondSpec;
-
-    fn source(toml_text: &str) -> Source {
-        #[derive(serde::Deserialize)]
-        struct W {
-            s: SourceSpec,
-        }
-        let w: W = toml::from_str(toml_text).expect("source spec parses");
-        Source::compile(&w.s, "s").expect("source compiles")
-    }
 
     fn cond(toml_text: &str) -> Cond {
-        let spec: CondSpec = toml::from_str(toml_text).expect("cond spec parses");
-        Cond::compile(&spec, "c").expect("cond compiles")
+        super::super::tests::cond(toml_text).expect("cond compiles")
     }
 
     const UPDATES: &[&str] = &[
